@@ -1,0 +1,53 @@
+// swift-tools-version: 6.0
+// litectl: a command-line administration toolkit for SQLite databases.
+// The core (`LitectlCore`) holds all behaviour over the system libsqlite3; the
+// `litectl` executable only parses arguments, calls the core and formats.
+import PackageDescription
+
+let package = Package(
+    name: "litectl",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "litectl", targets: ["litectl"]),
+        .library(name: "LitectlCore", targets: ["LitectlCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(
+            name: "LitectlCore",
+            dependencies: ["CSQLite", "CZlib"]
+        ),
+        .executableTarget(
+            name: "litectl",
+            dependencies: [
+                "LitectlCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["LitectlCore"],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(
+            name: "LitectlCoreTests",
+            dependencies: ["LitectlCore", "TestSupport"]
+        ),
+        .testTarget(
+            name: "LitectlCLITests",
+            dependencies: ["litectl", "LitectlCore", "TestSupport"]
+        ),
+    ]
+)

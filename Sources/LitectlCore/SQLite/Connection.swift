@@ -1,0 +1,299 @@
+// A connection to one SQLite database, with explicit open modes and the
+// defensive settings every connection to a user's file gets.
+// See https://www.sqlite.org/c3ref/open.html and https://www.sqlite.org/security.html
+import CSQLite
+
+/// How a connection opens its file.
+public enum OpenMode: Sendable {
+    /// `mode=ro`: never writes, never creates the file.
+    case readOnly
+    /// `mode=rw`: may write, never creates the file.
+    case readWrite
+    /// `mode=rwc`: creates the file when it is missing.
+    case create
+}
+
+/// One connection to one database. It owns its `sqlite3*` handle; `deinit`
+/// closes it, `close()` closes it and reports statements left open.
+///
+/// Not `Sendable`: a connection belongs to one thread at a time. Code that works
+/// on many files in parallel opens one connection per task.
+public final class Connection {
+    /// The path as the caller gave it (used in messages).
+    public let path: String
+    public let mode: OpenMode
+    var handle: OpaquePointer?
+
+    /// The default time to wait for another process's lock, in milliseconds.
+    public static let defaultBusyTimeout = 5_000
+
+    /// Opens `path`.
+    ///
+    /// For `.readOnly` and `.readWrite` the file must already exist, be a
+    /// regular file and be readable (and writable): each mistake gets its own
+    /// message. The first read of `sqlite_schema` happens here, so a file that
+    /// is not a database, a corrupt header or a lock held past `busyTimeout`
+    /// (milliseconds) fails now, with the path in the error.
+    public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout) throws {
+        self.path = path
+        self.mode = mode
+        if mode != .create {
+            try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite)
+        }
+        let modeParameter: String
+        var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        switch mode {
+        case .readOnly:
+            modeParameter = "ro"; flags |= SQLITE_OPEN_READONLY
+        case .readWrite:
+            modeParameter = "rw"; flags |= SQLITE_OPEN_READWRITE
+        case .create:
+            modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        }
+        let uri = Connection.fileURI(path) + "?mode=" + modeParameter
+        try open(uri, flags: flags, busyTimeout: busyTimeout)
+        try validateFormat()
+    }
+
+    /// A private, empty in-memory database (for `query` without a main file).
+    public init(inMemory busyTimeout: Int = Connection.defaultBusyTimeout) throws {
+        self.path = ":memory:"
+        self.mode = .create
+        try open(":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                 busyTimeout: busyTimeout)
+    }
+
+    private func open(_ filename: String, flags: Int32, busyTimeout: Int) throws {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(filename, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let error = DatabaseError.fromConnection(db, code: rc, path: path)
+            sqlite3_close_v2(db)
+            throw error
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        try configureDefensively()
+        sqlite3_busy_timeout(db, Int32(clamping: busyTimeout))
+    }
+
+    /// Settings for a file we did not write: no extension loading, defensive
+    /// mode (no writes to the schema or to shadow tables through SQL, no
+    /// `writable_schema`), and `trusted_schema=OFF` so that views and triggers in
+    /// the file cannot call functions with side effects.
+    /// See https://www.sqlite.org/security.html#untrusted_sqlite_database_files
+    private func configureDefensively() throws {
+        let db = handle
+        var ignored: Int32 = 0
+        for (op, value) in [(SQLITE_DBCONFIG_DEFENSIVE, Int32(1)),
+                            (SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0),
+                            (SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0)] {
+            let rc = litectl_db_config_bool(db, op, value, &ignored)
+            if rc != SQLITE_OK { throw DatabaseError.fromConnection(db, code: rc, path: path) }
+        }
+        try execute("PRAGMA trusted_schema=OFF")
+    }
+
+    /// Reads `sqlite_schema` once, so that a non-database or a corrupt header
+    /// fails at open time (SQLite itself opens lazily).
+    private func validateFormat() throws {
+        do {
+            let statement = try prepare("SELECT 1 FROM sqlite_schema LIMIT 1")
+            _ = try statement.step()
+        } catch var error as DatabaseError {
+            error.sql = nil
+            switch error.code.primary {
+            case .notadb:
+                error.message = "not a SQLite database (\(error.message))"
+            case .busy, .locked:
+                error.message = "database is locked by another process (\(error.message); gave up after \(busyTimeout) ms)"
+            case .corrupt:
+                error.message = "corrupt database (\(error.message))"
+            default:
+                break
+            }
+            throw error
+        }
+    }
+
+    deinit {
+        if let handle { sqlite3_close_v2(handle) }
+    }
+
+    /// Closes the connection. Fails (and closes nonetheless, once the
+    /// statements go) when statements are still open.
+    public func close() throws {
+        guard let db = handle else { return }
+        handle = nil
+        let rc = sqlite3_close(db)
+        if rc != SQLITE_OK {
+            var open: [String] = []
+            var statement = sqlite3_next_stmt(db, nil)
+            while let s = statement {
+                open.append(String(cString: sqlite3_sql(s)))
+                statement = sqlite3_next_stmt(db, s)
+            }
+            sqlite3_close_v2(db)
+            throw DatabaseError(code: ResultCode(rawValue: rc),
+                                message: "closed with \(open.count) statement(s) still open: \(open.joined(separator: "; "))",
+                                path: path)
+        }
+    }
+
+    /// The raw handle, for the parts of the core that call the C API directly
+    /// (backup, session). Valid while the connection is open.
+    public var rawHandle: OpaquePointer {
+        guard let handle else { preconditionFailure("connection to \(path) used after close()") }
+        return handle
+    }
+
+    // MARK: Settings
+
+    /// The busy timeout in milliseconds: how long a statement waits for another
+    /// connection's lock before failing with SQLITE_BUSY.
+    public private(set) var busyTimeout: Int = Connection.defaultBusyTimeout
+
+    public func setBusyTimeout(_ milliseconds: Int) {
+        busyTimeout = milliseconds
+        sqlite3_busy_timeout(rawHandle, Int32(clamping: milliseconds))
+    }
+
+    /// True when no write can happen through this connection's main database.
+    public var isReadOnly: Bool { sqlite3_db_readonly(rawHandle, "main") == 1 }
+
+    /// The SQLite library version (e.g. "3.40.1").
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
+    // MARK: Running SQL
+
+    /// Prepares one statement.
+    public func prepare(_ sql: String) throws -> Statement {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(rawHandle, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK else { throw DatabaseError.fromConnection(handle, code: rc, path: path, sql: sql) }
+        guard let statement else {
+            throw DatabaseError(code: .misuse, message: "no SQL statement in the text", path: path, sql: sql)
+        }
+        return Statement(handle: statement, connection: self)
+    }
+
+    /// Runs every statement of `script` in order, calling `body` with each one
+    /// prepared (before it is stepped); statements are prepared one at a time,
+    /// so a later one may use a table an earlier one created. `body` steps the
+    /// statement as it likes; it is finalized afterwards.
+    public func forEachStatement(in script: String, _ body: (Statement) throws -> Void) throws {
+        let bytes = Array(script.utf8CString)
+        try bytes.withUnsafeBufferPointer { buffer in
+            guard var cursor = buffer.baseAddress else { return }
+            while cursor.pointee != 0 {
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let rc = sqlite3_prepare_v2(rawHandle, cursor, -1, &statement, &tail)
+                guard rc == SQLITE_OK else {
+                    let rest = String(cString: cursor).trimmingWhitespace()
+                    throw DatabaseError.fromConnection(handle, code: rc, path: path, sql: rest)
+                }
+                if let statement {
+                    try body(Statement(handle: statement, connection: self))
+                }
+                guard let tail, tail > cursor else { break }
+                cursor = tail
+            }
+        }
+    }
+
+    /// Runs every statement of `script`, discarding rows.
+    public func execute(_ script: String) throws {
+        try forEachStatement(in: script) { statement in
+            while try statement.step() {}
+        }
+    }
+
+    /// Runs `sql` with `arguments` bound and returns the first column of the
+    /// first row (nil when there is no row).
+    public func scalar(_ sql: String, _ arguments: [Value] = []) throws -> Value? {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        guard try statement.step() else { return nil }
+        return statement.value(at: 0)
+    }
+
+    /// Every row of `sql` as values (for small results: schema, pragmas).
+    public func rows(_ sql: String, _ arguments: [Value] = []) throws -> [[Value]] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var result: [[Value]] = []
+        while try statement.step() {
+            result.append(statement.values())
+        }
+        return result
+    }
+
+    /// Runs `body` inside a read transaction (`BEGIN` then a first read), so
+    /// that everything it reads comes from one snapshot of the database.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN DEFERRED")
+        do {
+            _ = try scalar("SELECT count(*) FROM sqlite_schema")
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: Paths
+
+    /// `path` as a SQLite URI filename (https://www.sqlite.org/uri.html): made
+    /// absolute, with every byte outside the unreserved set percent-encoded, so
+    /// that `?`, `#` and `%` in a name are taken literally.
+    public static func fileURI(_ path: String) -> String {
+        var absolute = path
+        if !path.hasPrefix("/") {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            if getcwd(&buffer, buffer.count) != nil {
+                let cwd = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                absolute = (cwd == "/" ? "" : cwd) + "/" + path
+            }
+        }
+        var out = "file:"
+        for byte in absolute.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        // "file://" would start an authority; collapse a leading double slash.
+        while out.hasPrefix("file://") { out.remove(at: out.index(out.startIndex, offsetBy: 5)) }
+        return out
+    }
+}
+
+@available(*, unavailable, message: "a Connection belongs to one thread; open one per task")
+extension Connection: Sendable {}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        var start = scalars.startIndex, end = scalars.endIndex
+        while start < end, scalars[start].properties.isWhitespace { start = scalars.index(after: start) }
+        while end > start, scalars[scalars.index(before: end)].properties.isWhitespace { end = scalars.index(before: end) }
+        return String(scalars[start..<end])
+    }
+}

@@ -1,0 +1,50 @@
+// The one error type of litectl's core: a SQLite result code (primary and
+// extended), a message a person can read, and the file and SQL it concerns.
+import CSQLite
+
+/// An error from SQLite or from litectl's own checks around it.
+///
+/// `description` is the one line the CLI prints on stderr:
+/// `PATH: message` (with the SQL appended when there is one).
+public struct DatabaseError: Error, CustomStringConvertible, Sendable {
+    /// The extended result code (its `primary` gives the primary code).
+    public var code: ResultCode
+    /// What went wrong, in words (SQLite's message, or litectl's own).
+    public var message: String
+    /// The database file concerned, when there is one.
+    public var path: String?
+    /// The SQL that failed, when there is one.
+    public var sql: String?
+
+    public init(code: ResultCode, message: String, path: String? = nil, sql: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.sql = sql
+    }
+
+    /// The primary result code.
+    public var primaryCode: ResultCode { code.primary }
+
+    public var description: String {
+        var line = ""
+        if let path { line += "\(path): " }
+        line += message
+        if let sql {
+            let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
+            let shown = flat.count > 200 ? flat.prefix(200) + "…" : Substring(flat)
+            line += " (in SQL: \(shown))"
+        }
+        return line
+    }
+
+    /// The error the connection `db` holds right now.
+    static func fromConnection(_ db: OpaquePointer?, code: Int32, path: String?, sql: String? = nil) -> DatabaseError {
+        let extended = db.map { sqlite3_extended_errcode($0) } ?? code
+        let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+            ?? String(cString: sqlite3_errstr(code))
+        // sqlite3_extended_errcode can lag behind for some APIs; keep the one we were given when they disagree.
+        let chosen = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        return DatabaseError(code: ResultCode(rawValue: chosen), message: message, path: path, sql: sql)
+    }
+}

@@ -1,0 +1,39 @@
+// `litectl demo`: makes sample databases in a temporary folder and runs
+// litectl's commands on them, showing each command line before its output.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show litectl at work on sample databases made in a temporary folder.",
+        discussion: "The folder is removed afterwards unless --keep is given.")
+
+    @Flag(help: "Keep the temporary folder and print its path.")
+    var keep = false
+
+    func run() throws {
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("litectl-demo-\(ProcessInfo.processInfo.processIdentifier)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        defer {
+            if keep { printOut("\n(sample databases kept in \(folder))") }
+            else { try? FileManager.default.removeItem(atPath: folder) }
+        }
+        let paths = try SampleDatabases.create(in: folder)
+        printOut("Sample databases in \(folder): \(paths.map { ($0 as NSString).lastPathComponent }.joined(separator: ", "))")
+        let previous = FileManager.default.currentDirectoryPath
+        _ = FileManager.default.changeCurrentDirectoryPath(folder)
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+
+        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"]] {
+            printOut("\n$ litectl " + arguments.joined(separator: " "))
+            do {
+                var command = try Litectl.parseAsRoot(arguments)
+                try command.run()
+            } catch let code as ExitCode {
+                printOut("(exit status \(code.rawValue))")
+            }
+        }
+    }
+}
