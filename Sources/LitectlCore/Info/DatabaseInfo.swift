@@ -46,6 +46,8 @@ public struct DatabaseInfo: Sendable {
         public var automaticIndexes = 0
         public var views = 0
         public var triggers = 0
+
+        public init() {}
     }
 
     public var autoVacuumName: String {

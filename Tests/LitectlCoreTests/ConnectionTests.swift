@@ -1,0 +1,90 @@
+// Open modes and the defensive settings: read-only never creates or writes,
+// read-write never creates, and every connection to a user's file runs with
+// trusted_schema=OFF, defensive mode and no extension loading.
+import Foundation
+import Testing
+import LitectlCore
+import TestSupport
+
+@Suite struct ConnectionTests {
+    @Test func readOnlyNeverCreatesAMissingFile() throws {
+        let folder = try TemporaryFolder("ro")
+        for mode in [OpenMode.readOnly, .readWrite] {
+            #expect(throws: DatabaseError.self) { try Connection(path: folder.file("missing.db"), mode: mode) }
+        }
+        #expect(try folder.listing().isEmpty)
+        _ = try Connection(path: folder.file("made.db"), mode: .create)
+        #expect(try folder.listing() == ["made.db"])
+    }
+
+    @Test func readOnlyNeverWrites() throws {
+        let folder = try TemporaryFolder("ro-write")
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        let before = try FileFingerprint(db)
+        let connection = try Connection(path: db, mode: .readOnly)
+        #expect(connection.isReadOnly)
+        let error = #expect(throws: DatabaseError.self) { try connection.execute("INSERT INTO t VALUES (2)") }
+        #expect(error?.code.primary == .readonly)
+        #expect(throws: DatabaseError.self) { try connection.execute("PRAGMA user_version = 7") }
+        try connection.close()
+        #expect(try FileFingerprint(db) == before)
+        #expect(try folder.listing() == ["a.db"], "no -journal left behind")
+    }
+
+    @Test func pathsWithURICharactersOpenLiterally() throws {
+        let folder = try TemporaryFolder("uri")
+        for name in ["a?mode=rwc.db", "b#frag.db", "c%41.db", "d space.db", "é.db"] {
+            let db = folder.file(name)
+            try makeDatabase(db, "CREATE TABLE t(x); INSERT INTO t VALUES ('\(name.replacingOccurrences(of: "'", with: "''"))');")
+            let connection = try Connection(path: db)
+            #expect(try connection.scalar("SELECT x FROM t") == .text(name))
+        }
+        #expect(try folder.listing().count == 5)
+    }
+
+    @Test func defensiveSettingsAreOn() throws {
+        let folder = try TemporaryFolder("defensive")
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(x);")
+        let connection = try Connection(path: db, mode: .readWrite)
+        #expect(try connection.scalar("PRAGMA trusted_schema") == .integer(0))
+        // Defensive mode: writable_schema cannot be used to edit sqlite_schema.
+        try connection.execute("PRAGMA writable_schema = ON")
+        #expect(throws: DatabaseError.self) { try connection.execute("UPDATE sqlite_schema SET sql = 'x' WHERE name = 't'") }
+        // Extension loading is off.
+        let error = #expect(throws: DatabaseError.self) { try connection.execute("SELECT load_extension('/nonexistent')") }
+        #expect(error?.message.contains("not authorized") == true)
+    }
+
+    @Test func bindsByIndexAndName() throws {
+        let connection = try Connection(inMemory: 1000)
+        let statement = try connection.prepare("SELECT ?1, :name, @other, $dollar")
+        try statement.bind(.integer(7), at: 1)
+        try statement.bind(.text("n"), named: ":name")
+        try statement.bind(.real(-0.0), named: "@other")
+        try statement.bind(.blob([]), named: "$dollar")
+        #expect(try statement.step())
+        #expect(statement.values() == [.integer(7), .text("n"), .real(-0.0), .blob([])])
+        #expect(statement.parameterName(at: 2) == ":name")
+        #expect(throws: DatabaseError.self) { try statement.bind(.null, named: ":missing") }
+    }
+
+    @Test func scriptsRunStatementByStatement() throws {
+        let connection = try Connection(inMemory: 1000)
+        try connection.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1); INSERT INTO t SELECT x + 1 FROM t;")
+        #expect(try connection.scalar("SELECT sum(x) FROM t") == .integer(3))
+        let error = #expect(throws: DatabaseError.self) { try connection.execute("SELECT 1; SELEC 2;") }
+        #expect(error?.message.contains("syntax error") == true)
+        #expect(error?.sql == "SELEC 2;")
+    }
+
+    @Test func closeReportsStatementsLeftOpen() throws {
+        let folder = try TemporaryFolder("close")
+        let connection = try Connection(path: folder.file("a.db"), mode: .create)
+        let statement = try connection.prepare("SELECT 1")
+        let error = #expect(throws: DatabaseError.self) { try connection.close() }
+        #expect(error?.message.contains("SELECT 1") == true)
+        _ = statement
+    }
+}
