@@ -13,6 +13,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -27,7 +28,10 @@ let package = Package(
         ),
         .target(
             name: "LitectlCore",
-            dependencies: ["CSQLite", "CZlib"]
+            dependencies: [
+                "CSQLite", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .executableTarget(
             name: "litectl",
