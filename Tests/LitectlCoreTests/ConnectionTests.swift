@@ -57,6 +57,15 @@ import TestSupport
         #expect(error?.message.contains("not authorized") == true)
     }
 
+    @Test func aNonDatabaseFailsAtOpen() throws {
+        let folder = try TemporaryFolder("notadb")
+        let path = folder.file("text.db")
+        try String(repeating: "definitely not SQLite\n", count: 50).write(toFile: path, atomically: false, encoding: .utf8)
+        let error = #expect(throws: DatabaseError.self) { try Connection(path: path) }
+        #expect(error?.code.primary == .notadb)
+        #expect(error?.description == "\(path): not a SQLite database")
+    }
+
     @Test func bindsByIndexAndName() throws {
         let connection = try Connection(inMemory: 1000)
         let statement = try connection.prepare("SELECT ?1, :name, @other, $dollar")

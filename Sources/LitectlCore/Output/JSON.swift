@@ -50,11 +50,7 @@ public indirect enum JSON: Sendable, Equatable {
         case .bool(let b): out += b ? "true" : "false"
         case .integer(let i): out += String(i)
         case .number(let d):
-            if d.isFinite {
-                out += d == d.rounded() && d.magnitude < 1e16 ? String(Int64(d)) + ".0" : "\(d)"
-            } else {
-                out += "null"
-            }
+            out += d.isFinite ? exactRealText(d) : "null"
         case .string(let s): JSON.writeString(s, to: &out)
         case .array(let items):
             if items.isEmpty { out += "[]"; return }

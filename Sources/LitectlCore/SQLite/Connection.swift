@@ -104,9 +104,9 @@ public final class Connection {
             error.sql = nil
             switch error.code.primary {
             case .notadb:
-                error.message = "not a SQLite database (\(error.message))"
+                error.message = "not a SQLite database"
             case .busy, .locked:
-                error.message = "database is locked by another process (\(error.message); gave up after \(busyTimeout) ms)"
+                error.message = "database is locked by another process (gave up after waiting \(busyTimeout) ms)"
             case .corrupt:
                 error.message = "corrupt database (\(error.message))"
             default:

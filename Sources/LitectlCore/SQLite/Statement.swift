@@ -127,6 +127,9 @@ public final class Statement {
         sqlite3_column_decltype(handle, Int32(index)).map { String(cString: $0) }
     }
 
+    /// A view of the current row (valid until the next step).
+    public var currentRow: Row { Row(handle: handle) }
+
     /// Column `index` of the current row as an exact value.
     public func value(at index: Int) -> Value { Row(handle: handle).value(at: index) }
 

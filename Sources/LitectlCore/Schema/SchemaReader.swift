@@ -140,7 +140,7 @@ extension Connection {
         var unique = false, origin = Index.Origin.createIndex, partial = false
         if try list.step() {
             unique = list.value(at: 0) == .integer(1)
-            origin = Index.Origin(rawValue: Row(handle: list.handle).string(at: 1)) ?? .createIndex
+            origin = Index.Origin(rawValue: list.currentRow.string(at: 1)) ?? .createIndex
             partial = list.value(at: 2) == .integer(1)
         }
         let info = try prepare("""
