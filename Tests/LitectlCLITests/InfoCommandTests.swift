@@ -98,8 +98,48 @@ import TestSupport
         defer { try? input.fileHandleForWriting.close(); holder.waitUntilExit() }
 
         let started = Date()
-        try expectError(["--busy-timeout", "300", "busy.db"], in: folder, naming: "busy.db", cause: "database is locked")
-        #expect(Date().timeIntervalSince(started) >= 0.3, "waited for the busy timeout")
+        try expectError(["--busy-timeout", "300", "busy.db"], in: folder, naming: "busy.db",
+                        cause: "database is locked by another process (gave up after waiting 300 ms)")
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.3 && waited < 4, "waited for the busy timeout, not the default 5 s: \(waited)")
+    }
+
+    @Test func walDatabaseInAReadOnlyFolder() throws {
+        let folder = try TemporaryFolder("cli-wal-ro")
+        let db = folder.file("w.db")
+        try makeDatabase(db, "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        #expect(try folder.listing() == ["w.db"], "the shell removed its -wal on close")
+        let before = try FileFingerprint(db)
+        // A folder this process may not write: as nobody when we are root, else mode 555.
+        let result: ProcessResult
+        if getuid() == 0 {
+            chmod(folder.path, 0o755)
+            result = try runProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                         litectlBinary, "info", "--json", db])
+        } else {
+            chmod(folder.path, 0o555)
+            result = try litectl("info", "--json", db)
+            chmod(folder.path, 0o755)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["journal_mode"] as? String == "wal")
+        #expect((json["objects"] as? [String: Any])?["tables"] as? Int == 1)
+        #expect(try folder.listing() == ["w.db"])
+        #expect(try FileFingerprint(db) == before)
+    }
+
+    @Test func walDatabaseIsNeverWritten() throws {
+        let folder = try TemporaryFolder("cli-wal")
+        let db = folder.file("w.db")
+        try makeDatabase(db, "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        let before = try FileFingerprint(db)
+        let result = try litectl("info", db)
+        #expect(result.status == 0)
+        #expect(try FileFingerprint(db) == before)
+        // SQLite needs a -shm to read a WAL database; what it leaves is empty of content.
+        #expect(try folder.listing().allSatisfy { ["w.db", "w.db-wal", "w.db-shm"].contains($0) })
+        #expect(FileManager.default.contents(atPath: db + "-wal")?.isEmpty ?? true)
     }
 
     @Test func oneBadFileDoesNotHideTheOthers() throws {

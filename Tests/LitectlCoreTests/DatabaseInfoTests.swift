@@ -23,7 +23,10 @@ import TestSupport
                    (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'),
                    (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'),
                    (SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name LIKE 'sqlite\\_%' ESCAPE '\\'),
-                   (SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM sqlite_schema);
+                   (SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM sqlite_schema),
+                   (SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow'),
+                   (SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND type = 'table'
+                      AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\');
             """]).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
         let autoVacuum = ["none", "full", "incremental"][Int(shell[7])!]
         let counts = info.objects
@@ -31,7 +34,7 @@ import TestSupport
                     "\(info.userVersion)", "\(info.applicationID)", info.journalMode, info.autoVacuumName, info.encoding,
                     "\(counts.tables + counts.virtualTables + counts.shadowTables + counts.internalTables)",
                     "\(counts.indexes)", "\(counts.views)", "\(counts.triggers)", "\(counts.virtualTables)",
-                    "\(counts.internalTables)", "\(info.schemaSQLBytes)"]
+                    "\(counts.internalTables)", "\(info.schemaSQLBytes)", "\(counts.shadowTables)", "\(counts.tables)"]
         var expected = shell
         expected[7] = autoVacuum
         #expect(ours == expected, "\(db)", sourceLocation: sourceLocation)
@@ -107,6 +110,36 @@ import TestSupport
         #expect(header["user_version"] as? Int == 0)
         #expect(json["page_count"] as? Int == Int(try sqlite3Scalar(db, "PRAGMA page_count")))
         try writer.close()
+    }
+
+    /// The header fields no pragma reports, judged by what the shell did to the file.
+    @Test func headerFieldsWithoutAPragmaFollowTheShellsWrites() throws {
+        let folder = try TemporaryFolder("info-header")
+        let db = folder.file("h.db")
+        try makeDatabase(db, "CREATE TABLE t(x); INSERT INTO t SELECT randomblob(2000) FROM (SELECT 1 UNION SELECT 2 UNION SELECT 3);")
+        let first = try #require(try DatabaseInfo.read(path: db).header)
+        #expect(first.writeVersion == 1 && first.readVersion == 1, "rollback journal")
+        #expect(first.reservedBytes == 0)
+        #expect(first.schemaFormat == 4)
+        #expect(first.versionValidFor == first.changeCounter)
+        #expect(first.sqliteVersion == (try sqlite3(["-version"]).split(separator: " ").first.map(String.init)))
+        #expect(first.firstFreelistTrunkPage == 0 && first.freelistPageCount == 0)
+        #expect(first.defaultCacheSize == 0)
+
+        try sqlite3(["-batch", db, "INSERT INTO t VALUES (1)"])
+        let second = try #require(try DatabaseInfo.read(path: db).header)
+        #expect(second.changeCounter == first.changeCounter + 1, "one commit, one increment")
+
+        try sqlite3(["-batch", db, "DELETE FROM t; PRAGMA default_cache_size = 77;"])
+        let third = try #require(try DatabaseInfo.read(path: db).header)
+        #expect(third.freelistPageCount > 0)
+        #expect(third.firstFreelistTrunkPage > 0)
+        #expect(third.defaultCacheSize == 77)
+        #expect(try sqlite3Scalar(db, "PRAGMA default_cache_size") == "77")
+
+        try sqlite3(["-batch", db, "PRAGMA journal_mode = WAL"])
+        let wal = try #require(try DatabaseInfo.read(path: db).header)
+        #expect(wal.writeVersion == 2 && wal.readVersion == 2)
     }
 
     @Test func headerFieldsParseFromBytes() throws {

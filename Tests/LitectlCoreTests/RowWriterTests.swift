@@ -55,6 +55,8 @@ import TestSupport
         #expect(table.hasPrefix("i                    r       t"))
         #expect(table.contains("NULL"))
         #expect(table.contains("x'00FF'"))
+        #expect(table.contains("a,\"b\"\\r\\nc|d\\te\\"), "CR LF made visible: \(table)")
+        #expect(table.split(separator: "\n").count == 5)
         let markdown = render(.markdown)
         #expect(markdown.hasPrefix("| i | r | t | b | n |\n| --- | --- | --- | --- | --- |\n"))
         #expect(markdown.contains("c\\|d"))

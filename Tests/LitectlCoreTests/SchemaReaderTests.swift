@@ -59,6 +59,23 @@ import TestSupport
         #expect(try #require(schema.table(named: "docs")).columns.map(\.name).starts(with: ["title", "body"]))
     }
 
+    /// Which single-column keys are the rowid, as SQLite itself decides
+    /// (https://www.sqlite.org/lang_createtable.html#rowid).
+    @Test func rowidAliasesAreSQLitesOwn() throws {
+        let folder = try TemporaryFolder("rowid")
+        let db = folder.file("r.db")
+        let cases = ["a": "id INTEGER PRIMARY KEY", "b": "id integer primary key", "c": "id INTEGER PRIMARY KEY DESC",
+                     "d": "id INT PRIMARY KEY", "e": "id \u{131}nteger PRIMARY KEY", "f": "id INTEGER, PRIMARY KEY (id)",
+                     "g": "id INTEGER, x, PRIMARY KEY (id, x)"]
+        try makeDatabase(db, cases.map { "CREATE TABLE \($0.key) (\($0.value)); INSERT INTO \($0.key) (id) VALUES (7);" }.joined())
+        let schema = try Connection(path: db).readSchema()
+        for name in cases.keys.sorted() {
+            // The oracle: is the column's value the rowid?
+            let isAlias = try sqlite3Scalar(db, "SELECT rowid = 7 FROM \(name)") == "1"
+            #expect(try #require(schema.table(named: name)).hasRowidAlias == isAlias, "\(name): \(cases[name]!)")
+        }
+    }
+
     @Test func indexesViewsTriggers() throws {
         let (folder, connection) = try everything()
         _ = folder

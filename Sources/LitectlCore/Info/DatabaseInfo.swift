@@ -91,6 +91,7 @@ public struct DatabaseInfo: Sendable {
                 sqliteLibraryVersion: Connection.sqliteVersion)
         }
         try connection.close()
+        if connection.isImmutable, header?.writeVersion == 2 { info.journalMode = "wal" }
         info.fileSize = FileCheck.size(of: path) ?? 0
         info.walSize = walSize
         return info
@@ -104,10 +105,10 @@ public struct DatabaseInfo: Sendable {
             LEFT JOIN pragma_table_list AS l ON l.schema = 'main' AND l.name = s.name AND s.type = 'table'
             """)
         try statement.forEachRow { row in
-            let name = row.string(at: 1).lowercased()
+            let name = row.string(at: 1)
             switch row.string(at: 0) {
             case "table":
-                if name.hasPrefix("sqlite_") { counts.internalTables += 1 }
+                if sqlNameHasPrefix(name, "sqlite_") { counts.internalTables += 1 }
                 else if row.string(at: 3) == "virtual" { counts.virtualTables += 1 }
                 else if row.string(at: 3) == "shadow" { counts.shadowTables += 1 }
                 else { counts.tables += 1 }

@@ -69,7 +69,7 @@ extension DatabaseInfo {
             add("  freelist pages", "\(header.freelistPageCount)")
             add("  schema cookie", "\(header.schemaCookie)")
             add("  schema format", "\(header.schemaFormat)")
-            add("  default cache", "\(header.defaultCacheSize)")
+            add("  default cache", "\(header.defaultCacheSize)" + (header.defaultCacheSize == 0 ? " (not set: the build's default applies)" : ""))
             add("  largest root page", "\(header.largestRootPage)")
             add("  incremental vacuum", "\(header.incrementalVacuum)")
             add("  text encoding", "\(header.textEncoding)" + (header.textEncodingName.map { " (\($0))" } ?? ""))

@@ -213,11 +213,22 @@ public final class RowWriter {
         case .integer(let v): return String(v)
         case .real(let d): return exactRealText(d)
         case .text(let b):
-            var s = String(decoding: b, as: UTF8.self)
-            if s.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
-                s = s.replacingAll("\r", "\\r").replacingAll("\n", "\\n").replacingAll("\t", "\\t")
+            // Made visible byte by byte: CR LF is one Swift Character, so a
+            // Character-level replace would miss it.
+            guard b.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else {
+                return String(decoding: b, as: UTF8.self)
             }
-            return s
+            var out: [UInt8] = []
+            out.reserveCapacity(b.count + 8)
+            for byte in b {
+                switch byte {
+                case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                default: out.append(byte)
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
         case .blob(let b):
             var out: [UInt8] = Array("x'".utf8)
             appendHexDigits(b, to: &out)
@@ -262,13 +273,5 @@ func appendMarkdownText(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) 
         case 0x0D: break
         default: out.append(byte)
         }
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, _ replacement: String) -> String {
-        var out = ""
-        for ch in self { if ch == target { out += replacement } else { out.append(ch) } }
-        return out
     }
 }

@@ -23,6 +23,9 @@ public final class Connection {
     public let path: String
     public let mode: OpenMode
     var handle: OpaquePointer?
+    /// True when a read-only WAL database in a read-only folder was opened as
+    /// immutable (see `init`); SQLite then reports its journal mode as "delete".
+    public private(set) var isImmutable = false
 
     /// The default time to wait for another process's lock, in milliseconds.
     public static let defaultBusyTimeout = 5_000
@@ -51,8 +54,22 @@ public final class Connection {
             modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         let uri = Connection.fileURI(path) + "?mode=" + modeParameter
-        try open(uri, flags: flags, busyTimeout: busyTimeout)
-        try validateFormat()
+        do {
+            try open(uri, flags: flags, busyTimeout: busyTimeout)
+            try validateFormat()
+        } catch let error as DatabaseError
+                    where mode == .readOnly && [.readonly, .cantopen].contains(error.code.primary) {
+            // SQLite needs a -shm file to read a WAL database and cannot create
+            // one in a folder it may not write. With no -wal there and the folder
+            // read-only, no writer can be at work either, so reading the file as
+            // immutable is safe (https://www.sqlite.org/uri.html#uriimmutable).
+            guard FileCheck.isQuiescentWALInReadOnlyFolder(path) else { throw error }
+            if let handle { sqlite3_close_v2(handle) }
+            handle = nil
+            try open(uri + "&immutable=1", flags: flags, busyTimeout: busyTimeout)
+            isImmutable = true
+            try validateFormat()
+        }
     }
 
     /// A private, empty in-memory database (for `query` without a main file).
@@ -74,7 +91,7 @@ public final class Connection {
         handle = db
         sqlite3_extended_result_codes(db, 1)
         try configureDefensively()
-        sqlite3_busy_timeout(db, Int32(clamping: busyTimeout))
+        setBusyTimeout(busyTimeout)
     }
 
     /// Settings for a file we did not write: no extension loading, defensive

@@ -40,6 +40,15 @@ enum FileCheck {
         }
     }
 
+    /// True for a WAL-mode database with no -wal file, in a folder this process
+    /// may not write (so no -shm can be made and no writer can be active).
+    static func isQuiescentWALInReadOnlyFolder(_ path: String) -> Bool {
+        guard let header = try? readPrefix(of: path, count: 20), header.count == 20, header[18] == 2 else { return false }
+        guard access(path + "-wal", F_OK) != 0 else { return false }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        return access(folder.isEmpty ? "/" : folder, W_OK) != 0
+    }
+
     /// The size in bytes of the file at `path`, or nil when there is none.
     static func size(of path: String) -> Int64? {
         var info = stat()

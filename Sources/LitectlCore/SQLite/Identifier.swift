@@ -15,6 +15,25 @@ public func quoteIdentifier(_ name: String) -> String {
     return out
 }
 
+/// True when two SQL names are the same name to SQLite: equal bytes after
+/// folding ASCII letters only (SQLite does not fold other letters, and keeps
+/// NFC and NFD spellings apart).
+public func sameSQLName(_ a: String, _ b: String) -> Bool {
+    let x = a.utf8, y = b.utf8
+    guard x.count == y.count else { return false }
+    return zip(x, y).allSatisfy { asciiLower($0) == asciiLower($1) }
+}
+
+/// True when `name` starts with `prefix`, folding ASCII letters only.
+public func sqlNameHasPrefix(_ name: String, _ prefix: String) -> Bool {
+    let x = Array(name.utf8), y = Array(prefix.utf8)
+    return x.count >= y.count && zip(x, y).allSatisfy { asciiLower($0) == asciiLower($1) }
+}
+
+@inline(__always) func asciiLower(_ byte: UInt8) -> UInt8 {
+    (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+}
+
 /// `schema.name`, both quoted.
 public func quoteIdentifier(_ schema: String, _ name: String) -> String {
     quoteIdentifier(schema) + "." + quoteIdentifier(name)

@@ -12,11 +12,11 @@ public struct Schema: Sendable {
     public var triggers: [Trigger]
 
     public func table(named name: String) -> Table? {
-        tables.first { $0.name.lowercased() == name.lowercased() }
+        tables.first { Array($0.name.utf8) == Array(name.utf8) } ?? tables.first { sameSQLName($0.name, name) }
     }
 
     public func indexes(on table: String) -> [Index] {
-        indexes.filter { $0.table.lowercased() == table.lowercased() }
+        indexes.filter { sameSQLName($0.table, table) }
     }
 }
 
@@ -46,17 +46,30 @@ public struct Table: Sendable {
     /// module this SQLite lacks, say).
     public var problem: String?
 
+    public init(name: String, kind: Kind, withoutRowid: Bool, strict: Bool, autoincrement: Bool, columns: [Column],
+                foreignKeys: [ForeignKey], sql: String?, problem: String? = nil, hasRowidAlias: Bool = false) {
+        self.name = name
+        self.kind = kind
+        self.withoutRowid = withoutRowid
+        self.strict = strict
+        self.autoincrement = autoincrement
+        self.columns = columns
+        self.foreignKeys = foreignKeys
+        self.sql = sql
+        self.problem = problem
+        self.hasRowidAlias = hasRowidAlias
+    }
+
     /// Primary-key columns in key order (empty for a table keyed by rowid only).
     public var primaryKey: [Column] {
         columns.filter { $0.primaryKeyPosition > 0 }.sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }
     }
 
-    /// True for `INTEGER PRIMARY KEY` in a rowid table: that column is the rowid.
-    public var hasRowidAlias: Bool {
-        guard !withoutRowid, kind == .ordinary else { return false }
-        let key = primaryKey
-        return key.count == 1 && key[0].declaredType.uppercased() == "INTEGER"
-    }
+    /// True for `INTEGER PRIMARY KEY` in a rowid table: that column is the
+    /// rowid. Read from SQLite, not guessed from the type: a rowid table's
+    /// single-column key is the rowid exactly when SQLite made no index for it
+    /// (`INTEGER PRIMARY KEY DESC` and `INT PRIMARY KEY` get one).
+    public var hasRowidAlias: Bool
 }
 
 public struct Column: Sendable {
@@ -124,6 +137,8 @@ public struct Index: Sendable {
     public var parts: [Part]
     /// The CREATE INDEX statement; nil for an automatic index.
     public var sql: String?
+    /// A message when the index's details could not be read.
+    public var problem: String?
 
     /// True for `sqlite_autoindex_*`, made by SQLite for a UNIQUE or PRIMARY KEY constraint.
     public var isAutomatic: Bool { sql == nil }

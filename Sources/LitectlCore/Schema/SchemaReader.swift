@@ -18,20 +18,21 @@ extension Connection {
                             row.isNull(at: 3) ? nil : row.string(at: 3)))
         }
 
-        var tableKinds: [String: (type: String, withoutRowid: Bool, strict: Bool)] = [:]
+        // Keyed by bytes: Swift String keys would merge NFC and NFD spellings.
+        var tableKinds: [[UInt8]: (type: String, withoutRowid: Bool, strict: Bool)] = [:]
         let tableList = try prepare("SELECT name, type, wr, strict FROM pragma_table_list WHERE schema = ?1")
         try tableList.bind([.text(schemaName)])
         try tableList.forEachRow { row in
-            tableKinds[row.string(at: 0)] = (row.string(at: 1), row.int64(at: 2) != 0, row.int64(at: 3) != 0)
+            tableKinds[Array(row.bytes(at: 0))] = (row.string(at: 1), row.int64(at: 2) != 0, row.int64(at: 3) != 0)
         }
 
         var schema = Schema(schemaName: schemaName, tables: [], indexes: [], views: [], triggers: [])
         for object in objects {
             switch object.type {
             case "table":
-                let facts = tableKinds[object.name]
+                let facts = tableKinds[Array(object.name.utf8)]
                 let kind: Table.Kind
-                if object.name.lowercased().hasPrefix("sqlite_") {
+                if sqlNameHasPrefix(object.name, "sqlite_") {
                     kind = .internal
                 } else {
                     switch facts?.type {
@@ -43,8 +44,11 @@ extension Connection {
                 schema.tables.append(readTable(object.name, kind: kind, withoutRowid: facts?.withoutRowid ?? false,
                                                strict: facts?.strict ?? false, sql: object.sql, schemaName: schemaName))
             case "index":
-                if let index = try? readIndex(object.name, table: object.table, sql: object.sql, schemaName: schemaName) {
-                    schema.indexes.append(index)
+                do {
+                    schema.indexes.append(try readIndex(object.name, table: object.table, sql: object.sql, schemaName: schemaName))
+                } catch {
+                    schema.indexes.append(Index(name: object.name, table: object.table, unique: false, origin: .createIndex,
+                                                partial: false, parts: [], sql: object.sql, problem: "\(error)"))
                 }
             case "view":
                 var view = View(name: object.name, sql: object.sql ?? "", columns: [], problem: nil)
@@ -77,6 +81,12 @@ extension Connection {
                 }
             }
             table.foreignKeys = try foreignKeys(of: name, schemaName: schemaName)
+            if kind == .ordinary, !withoutRowid, table.primaryKey.count == 1 {
+                let keyIndexes = try prepare("SELECT count(*) FROM pragma_index_list(?1, ?2) WHERE origin = 'pk'")
+                try keyIndexes.bind([.text(name), .text(schemaName)])
+                _ = try keyIndexes.step()
+                table.hasRowidAlias = keyIndexes.currentRow.int64(at: 0) == 0
+            }
         } catch let error as DatabaseError {
             table.problem = error.message
         } catch {
@@ -152,6 +162,7 @@ extension Connection {
             parts.append(Index.Part(name: row.isNull(at: 1) ? nil : row.string(at: 1), columnID: Int(row.int64(at: 0)),
                                     descending: row.int64(at: 2) != 0, collation: row.string(at: 3)))
         }
-        return Index(name: name, table: table, unique: unique, origin: origin, partial: partial, parts: parts, sql: sql)
+        return Index(name: name, table: table, unique: unique, origin: origin, partial: partial, parts: parts, sql: sql,
+                     problem: nil)
     }
 }
