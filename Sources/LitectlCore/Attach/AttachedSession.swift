@@ -89,23 +89,31 @@ public final class AttachedSession {
             let statement = try connection.prepare("ATTACH ?1 AS \(quoteIdentifier(alias))")
             try statement.bind(.text(uri), at: 1)
             try statement.step()
-        } catch var error as DatabaseError {
-            error.path = path
-            error.sql = nil
-            throw error
+        } catch let error as DatabaseError {
+            throw Self.attachFailure(error, path: path)
         }
         // SQLite opens lazily: read the schema now so a non-database fails here.
         do {
             _ = try connection.scalar("SELECT 1 FROM \(quoteIdentifier(alias)).sqlite_schema LIMIT 1")
-        } catch var error as DatabaseError {
+        } catch let error as DatabaseError {
             try? connection.execute("DETACH \(quoteIdentifier(alias))")
-            error.path = path
-            error.sql = nil
-            if error.code.primary == .notadb { error.message = "not a SQLite database (\(error.message))" }
-            if error.code.primary == .corrupt { error.message = "corrupt database (\(error.message))" }
-            throw error
+            throw Self.attachFailure(error, path: path)
         }
         givenPaths[alias] = path
+    }
+
+    /// `error` from attaching `path`, worded as `Connection` words open failures.
+    private static func attachFailure(_ error: DatabaseError, path: String) -> DatabaseError {
+        var error = error
+        error.path = path
+        error.sql = nil
+        switch error.code.primary {
+        case .notadb: error.message = "not a SQLite database (\(error.message))"
+        case .corrupt: error.message = "corrupt database (\(error.message))"
+        case .busy, .locked: error.message = "database is locked by another process (\(error.message))"
+        default: break
+        }
+        return error
     }
 
     /// Detaches `alias`. Statements of this session must be finished (they are
