@@ -128,6 +128,7 @@ struct Query: ParsableCommand {
     }
 
     func run() throws {
+        fflush(nil)  // what went through stdio so far comes first
         let sink = FileDescriptorSink()
         do {
             let sql = try readSQL()

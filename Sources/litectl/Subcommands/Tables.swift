@@ -1,6 +1,7 @@
 // `litectl tables [DB...] [--attach ALIAS=PATH]...`: the tables and views of
 // every database, with kind, row counts and columns on request.
 import ArgumentParser
+import Foundation
 import LitectlCore
 
 struct Tables: ParsableCommand {
@@ -51,6 +52,7 @@ struct Tables: ParsableCommand {
     }
 
     func run() throws {
+        fflush(nil)  // what went through stdio so far comes first
         let sink = FileDescriptorSink()
         let writer = output.makeWriter(sink: sink)
         var header = ["db", "schema", "name", "type", "without_rowid", "strict"]
