@@ -232,6 +232,12 @@ func expectSameRows(litectl: [[[UInt8]]], oracle: [[[UInt8]]], context: String,
             #expect(result.stderr.contains(cause), "\(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
+        // ATTACH in the SQL itself is refused (it could create a file), with or without --write.
+        for write in [[], ["--write"]] {
+            let result = try runProcess(litectlBinary, ["query"] + write + ["ATTACH 'new.db' AS n; SELECT 1"], currentDirectory: folder.path)
+            #expect(result.status == 2 && result.stderr == "litectl: ATTACH in SQL is not allowed: use --attach ALIAS=PATH (not authorized) (in SQL: ATTACH 'new.db' AS n; SELECT 1)\n",
+                    "\(result.stderr)")
+        }
         #expect(try folder.listing() == before, "nothing created")
         // A text file attached is not a database.
         try "hello".write(toFile: folder.file("notes.txt"), atomically: false, encoding: .utf8)

@@ -163,6 +163,29 @@ public final class AttachedSession {
     static func run(_ script: String, on connection: Connection, writable: Bool, parameters: QueryParameters,
                     _ body: (QueryResult) throws -> Void) throws {
         var ranAny = false
+        // ATTACH in the SQL would bypass the checks of `attach` (and, on an
+        // in-memory main, create a missing file): deny it while preparing the
+        // caller's statements (https://www.sqlite.org/c3ref/set_authorizer.html).
+        sqlite3_set_authorizer(connection.rawHandle, { _, action, _, _, _, _ in
+            action == SQLITE_ATTACH ? SQLITE_DENY : SQLITE_OK
+        }, nil)
+        defer { sqlite3_set_authorizer(connection.rawHandle, nil, nil) }
+        do {
+            try runStatements(script, on: connection, writable: writable, parameters: parameters, ranAny: &ranAny, body)
+        } catch var error as DatabaseError {
+            if error.code.primary == .auth {
+                error.message = "ATTACH in SQL is not allowed: use --attach ALIAS=PATH (\(error.message))"
+            }
+            if error.path == ":memory:" { error.path = nil }  // no file to name
+            throw error
+        }
+        if !ranAny {
+            throw DatabaseError(code: .misuse, message: "no SQL statement to run")
+        }
+    }
+
+    private static func runStatements(_ script: String, on connection: Connection, writable: Bool, parameters: QueryParameters,
+                                      ranAny: inout Bool, _ body: (QueryResult) throws -> Void) throws {
         try connection.forEachStatement(in: script) { statement in
             ranAny = true
             if !writable && !statement.isReadOnly {
@@ -177,9 +200,6 @@ public final class AttachedSession {
             } else {
                 try body(QueryResult(statement: statement))
             }
-        }
-        if !ranAny {
-            throw DatabaseError(code: .misuse, message: "no SQL statement to run")
         }
     }
 }
