@@ -24,7 +24,9 @@ struct Query: ParsableCommand {
 
             Read-only by default: every file opens with mode=ro (never created, never \
             changed), and a statement that would write is refused with a message naming \
-            --write. With --write, files open read-write; litectl warns on stderr when \
+            --write (temporary tables too). ATTACH inside the SQL is refused, with or \
+            without --write: use --attach, whose paths are checked and never created. \
+            With --write, files open read-write; litectl warns on stderr when \
             more than one file is writable and main is in WAL mode, because SQLite \
             commits across attached WAL databases atomically per file only.
 
