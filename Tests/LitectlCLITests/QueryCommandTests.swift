@@ -337,6 +337,24 @@ func expectSameRows(litectl: [[[UInt8]]], oracle: [[[UInt8]]], context: String,
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("shards")).count == 200)
     }
 
+    // MARK: Streaming
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/time")))
+    func memoryStaysFlatAsTheResultGrows() throws {
+        /// Peak RSS in KB of `litectl query` writing `rows` rows to /dev/null.
+        func peak(_ rows: Int) throws -> Int {
+            let sql = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < \(rows)) "
+                + "SELECT i, i * 0.5, 'row ' || i, x'00ff' FROM c"
+            let result = try runProcess("/bin/sh", ["-c", "exec /usr/bin/time -f '%M' \"$0\" query --format csv \"$1\" >/dev/null",
+                                                    litectlBinary, sql])
+            #expect(result.status == 0, "\(result.stderr)")
+            return Int(result.stderr.split(separator: "\n").last.map(String.init) ?? "") ?? .max
+        }
+        let small = try peak(100_000), large = try peak(1_000_000)
+        // A million rows held in memory would take far more than this; streamed, they take nothing.
+        #expect(large <= small + 8_192, "peak RSS \(small) KB for 100k rows, \(large) KB for 1M")
+    }
+
     // MARK: Every format parsed back
 
     @Test func everyFormatParsesBackToTheDatabaseValues() throws {
