@@ -46,5 +46,6 @@ public func exactRealText(_ d: Double) -> String {
     if d.isInfinite { return d < 0 ? "-Inf" : "Inf" }
     if d.isNaN { return "NaN" }
     let text = "\(d)"
-    return text.contains(where: { $0 == "." || $0 == "e" }) ? text : text + ".0"
+    // Scan the UTF-8 bytes, not Characters: this runs for every REAL written.
+    return text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) ? text : text + ".0"
 }

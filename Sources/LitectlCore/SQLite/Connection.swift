@@ -76,7 +76,8 @@ public final class Connection {
     public init(inMemory busyTimeout: Int = Connection.defaultBusyTimeout) throws {
         self.path = ":memory:"
         self.mode = .create
-        try open(":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+        // SQLITE_OPEN_URI: so that ATTACH on it reads `file:` URIs (mode=ro).
+        try open(":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_URI,
                  busyTimeout: busyTimeout)
     }
 

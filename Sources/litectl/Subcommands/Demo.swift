@@ -26,8 +26,11 @@ struct Demo: ParsableCommand {
         _ = FileManager.default.changeCurrentDirectoryPath(folder)
         defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
 
-        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"]] {
-            printOut("\n$ litectl " + arguments.joined(separator: " "))
+        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"],
+                          ["query", "shop.db", "--attach", "arch=archive.db", "--format", "table",
+                           "SELECT name, total, (SELECT count(*) FROM arch.snapshots) AS snapshots FROM customer_totals ORDER BY id"],
+                          ["tables", "shop.db", "archive.db", "--counts", "--format", "table"]] {
+            printOut("\n$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
             do {
                 var command = try Litectl.parseAsRoot(arguments)
                 try command.run()

@@ -1,0 +1,213 @@
+// `litectl query [DB] [--attach ALIAS=PATH]... SQL`: SQL across several
+// databases through ATTACH, read-only by default, and `--each` fan-out over
+// many files.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Query: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run SQL on a database and attached databases, or on many files at once.",
+        usage: """
+            litectl query [DB] [--attach ALIAS=PATH]... SQL
+            litectl query [DB] [--attach ALIAS=PATH]... -f FILE
+            litectl query --each GLOB_OR_PATH... [-j N] SQL
+            """,
+        discussion: """
+            The first argument is the main database when two are given (DB then SQL); \
+            with one argument it is the SQL and main is an empty in-memory database, so \
+            that `litectl query --attach a=a.db --attach b=b.db 'SELECT ...'` joins two \
+            files. SQL may also come from -f FILE, or from stdin when SQL (or FILE) is -. \
+            Several statements may be given; each statement that returns columns prints \
+            its own result, in order (a header line even when it has no rows). \
+            Statements that return no columns run silently.
+
+            Read-only by default: every file opens with mode=ro (never created, never \
+            changed), and a statement that would write is refused with a message naming \
+            --write (temporary tables too). ATTACH inside the SQL is refused, with or \
+            without --write: use --attach, whose paths are checked and never created. \
+            With --write, files open read-write; litectl warns on stderr when \
+            more than one file is writable and main is in WAL mode, because SQLite \
+            commits across attached WAL databases atomically per file only.
+
+            --attach ALIAS=PATH attaches PATH under ALIAS (letters, digits and _, \
+            starting with a letter or _; not main or temp; unique). Paths are bound as \
+            file: URIs, so names with ?, # or % work; a missing file is an error. This \
+            SQLite allows a limited number of attached databases (SQLITE_LIMIT_ATTACHED, \
+            10 on Debian); for more files use --each.
+
+            --param NAME=VALUE binds :NAME, @NAME and $NAME: an INTEGER when VALUE is a \
+            decimal 64-bit integer, a REAL when it is another finite decimal number, TEXT \
+            otherwise; --param-text NAME=VALUE always binds TEXT. A parameter in the SQL \
+            without a value is an error (rather than SQLite's silent NULL); values not \
+            used by the SQL are ignored. Nameless ? parameters are not supported.
+
+            --each GLOB_OR_PATH (repeatable; quote globs so that litectl expands them) \
+            runs the SQL on every matching file, -j N at a time (default: the number of \
+            cores), each read-only on its own connection: no ATTACH limit, at most N \
+            files open. The output is one combined result per statement with a leading \
+            db column (the path), files in path order. A file that fails (missing, not a \
+            database, an SQL error, a different number of columns) gets one line on \
+            stderr and no rows; the others still run. Each file's rows are held in memory \
+            until its turn in path order.
+
+            Output (--format): table on a terminal, jsonl otherwise; csv and tsv print \
+            NULL as an empty field and BLOBs as hex; JSON prints integers as integers, \
+            REALs in the shortest form that reads back bit for bit, BLOBs as \
+            {"blob": "HEX"}. Rows stream: memory stays flat for any result size (the \
+            table format sizes its columns from the first 1,000 rows).
+
+            Exit status: 0 success; 1 with --each when any file failed; 2 an error \
+            (a missing file, an SQL error, a refused write); 64 a usage error.
+            """)
+
+    @Argument(help: ArgumentHelp("[DB] SQL: the main database (optional) and the SQL (- for stdin).",
+                                 valueName: "db-or-sql"))
+    var arguments: [String] = []
+
+    @Option(name: [.customShort("f"), .customLong("file")], help: ArgumentHelp(
+        "Read the SQL from FILE (- for stdin).", valueName: "file"))
+    var sqlFile: String?
+
+    @Option(name: .customLong("attach"), help: ArgumentHelp(
+        "Attach PATH as ALIAS (repeatable).", valueName: "alias=path"))
+    var attachments: [String] = []
+
+    @Option(name: .customLong("param"), help: ArgumentHelp(
+        "Bind :NAME, @NAME, $NAME to VALUE, typed INTEGER/REAL when numeric, else TEXT (repeatable).",
+        valueName: "name=value"))
+    var parameters: [String] = []
+
+    @Option(name: .customLong("param-text"), help: ArgumentHelp(
+        "Bind :NAME, @NAME, $NAME to VALUE as TEXT (repeatable).", valueName: "name=value"))
+    var textParameters: [String] = []
+
+    @Flag(name: .long, help: "Open the databases read-write and allow statements that change them.")
+    var write = false
+
+    @Option(name: .customLong("each"), help: ArgumentHelp(
+        "Run the SQL on every file the glob or path names (repeatable).", valueName: "glob-or-path"))
+    var eachPatterns: [String] = []
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp(
+        "With --each: how many files to query at once (default: the number of cores).", valueName: "n"))
+    var jobs: Int?
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var database: DatabaseOptions
+
+    /// (main database, SQL text source) from the positional arguments.
+    private var roles: (database: String?, sql: String?) {
+        switch (arguments.count, sqlFile != nil) {
+        case (0, _): return (nil, nil)
+        case (1, true): return (arguments[0], nil)
+        case (1, false): return (nil, arguments[0])
+        default: return (arguments[0], arguments[1])
+        }
+    }
+
+    func validate() throws {
+        if arguments.count > 2 || (arguments.count == 2 && sqlFile != nil) {
+            throw ValidationError("Too many arguments: give [DB] SQL, or [DB] -f FILE.")
+        }
+        if roles.sql == nil && sqlFile == nil {
+            throw ValidationError("Missing SQL: give it as an argument, with -f FILE, or - to read stdin.")
+        }
+        if arguments.count == 1, sqlFile == nil, arguments[0] != "-", FileManager.default.fileExists(atPath: arguments[0]) {
+            throw ValidationError("Missing SQL after the database '\(arguments[0])': give it as a second argument, with -f FILE, or - to read stdin.")
+        }
+        if !eachPatterns.isEmpty {
+            if roles.database != nil { throw ValidationError("--each runs on each file as main: give no DB argument.") }
+            if !attachments.isEmpty { throw ValidationError("--each cannot be combined with --attach.") }
+            if write { throw ValidationError("--each is read-only: it cannot be combined with --write.") }
+        } else if jobs != nil {
+            throw ValidationError("-j/--jobs only applies with --each.")
+        }
+        if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be 1 or more.") }
+        for spec in attachments + parameters + textParameters where !spec.contains("=") || spec.hasPrefix("=") {
+            throw ValidationError("Expected NAME=VALUE, got '\(spec)'.")
+        }
+    }
+
+    func run() throws {
+        fflush(nil)  // what went through stdio so far comes first
+        let sink = FileDescriptorSink()
+        do {
+            let sql = try readSQL()
+            let parameters = try boundParameters()
+            if !eachPatterns.isEmpty {
+                try runEach(sql: sql, parameters: parameters, sink: sink)
+                return
+            }
+            let session = try AttachedSession(mainPath: roles.database, writable: write, busyTimeout: database.busyTimeout)
+            for spec in attachments {
+                let (alias, path) = split(spec)
+                try session.attach(path, as: alias)
+            }
+            if let warning = try session.walAtomicityWarning() { printError(warning) }
+            let writer = output.makeWriter(sink: sink)
+            var results = 0
+            try session.run(sql, parameters: parameters) { result in
+                // People read table and markdown: a blank line between results.
+                if results > 0, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
+                results += 1
+                writer.begin(columns: result.columns)
+                defer { writer.finish() }
+                try result.forEachRow { writer.write($0) }
+            }
+            try sink.flush()
+        } catch let exit as ExitCode {
+            try? sink.flush()
+            throw exit
+        } catch {
+            try? sink.flush()
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+    }
+
+    private func runEach(sql: String, parameters: QueryParameters, sink: FileDescriptorSink) throws {
+        let (paths, unmatched) = FanOutQuery.expand(eachPatterns)
+        for pattern in unmatched { printError("\(pattern): no file matches") }
+        let writer = output.makeWriter(sink: sink)
+        let failures = try FanOutQuery.run(
+            paths: paths, script: sql, parameters: parameters,
+            jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, busyTimeout: database.busyTimeout,
+            into: writer,
+            onFailure: { _, error in
+                try? sink.flush()
+                printError(error.description)
+            })
+        try sink.flush()
+        if failures > 0 || !unmatched.isEmpty { throw ExitStatus.findings }
+    }
+
+    private func readSQL() throws -> String {
+        let source = sqlFile ?? roles.sql!
+        if sqlFile == nil && source != "-" { return source }
+        if source == "-" {
+            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        guard let data = FileManager.default.contents(atPath: source) else {
+            throw DatabaseError(code: .cantopen, message: "cannot read the SQL file", path: source)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func boundParameters() throws -> QueryParameters {
+        var values: [String: Value] = [:]
+        for (specs, forceText) in [(parameters, false), (textParameters, true)] {
+            for spec in specs {
+                var (name, text) = split(spec)
+                if let first = name.first, ":@$".contains(first) { name.removeFirst() }
+                values[name] = QueryParameters.parse(text, forceText: forceText)
+            }
+        }
+        return QueryParameters(values)
+    }
+
+    private func split(_ spec: String) -> (String, String) {
+        let index = spec.firstIndex(of: "=")!
+        return (String(spec[..<index]), String(spec[spec.index(after: index)...]))
+    }
+}
