@@ -108,9 +108,9 @@ public final class AttachedSession {
         error.path = path
         error.sql = nil
         switch error.code.primary {
-        case .notadb: error.message = "not a SQLite database (\(error.message))"
+        case .notadb: error.message = "not a SQLite database"
         case .corrupt: error.message = "corrupt database (\(error.message))"
-        case .busy, .locked: error.message = "database is locked by another process (\(error.message))"
+        case .busy, .locked: error.message = "database is locked by another process"
         default: break
         }
         return error
