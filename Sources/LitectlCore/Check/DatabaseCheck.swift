@@ -5,7 +5,7 @@
 // See https://www.sqlite.org/pragma.html#pragma_integrity_check
 import CSQLite
 import Dispatch
-import Synchronization
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -96,7 +96,7 @@ public enum DatabaseCheck {
             var reports: [CheckReport?]
             var delivered = 0
         }
-        let state = Mutex(State(reports: Array(repeating: nil, count: paths.count)))
+        let state = Locked(State(reports: Array(repeating: nil, count: paths.count)))
         let workers = max(1, min(parallelism, paths.count))
         let work: @Sendable (Int) -> Void = { _ in
             while true {
@@ -122,6 +122,21 @@ public enum DatabaseCheck {
             DispatchQueue.concurrentPerform(iterations: workers, execute: work)
         }
         return state.withLock { $0.reports.map { $0! } }
+    }
+}
+
+/// A value behind a lock, shared by the worker threads of `checkAll`.
+/// (Synchronization's Mutex needs macOS 15; the package supports macOS 13.)
+final class Locked<State>: @unchecked Sendable {
+    private var state: State
+    private let lock = NSLock()
+
+    init(_ state: State) { self.state = state }
+
+    func withLock<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
     }
 }
 
