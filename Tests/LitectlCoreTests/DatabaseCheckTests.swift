@@ -271,6 +271,57 @@ import TestSupport
         #expect(report.findings.contains { $0.check == .integrity && $0.severity == .error && $0.message.contains("freelist") })
     }
 
+    /// The split integrity check (quick_check plus integrity_check per table,
+    /// on several connections) finds what one full integrity_check finds.
+    @Test func splitIntegrityCheckFindsWhatTheFullOneFinds() throws {
+        let folder = try TemporaryFolder("check-split")
+        func split(_ options: inout CheckOptions) {
+            options.integrityConnections = 3
+            options.parallelIntegrityMinimumBytes = 0
+        }
+        func integrityErrors(_ report: CheckReport) -> Set<String> {
+            Set(report.findings.filter { $0.check == .integrity && $0.severity == .error }.map(\.message))
+        }
+        // An index out of step, in a table whose name needs quoting, beside other tables.
+        let step = folder.file("step.db")
+        try makeDatabase(step, #"""
+            CREATE TABLE "odd ""name"""(id INTEGER PRIMARY KEY, a, b); CREATE INDEX i ON "odd ""name"""(a);
+            CREATE TABLE other(x PRIMARY KEY, y) WITHOUT ROWID; CREATE TABLE third(z);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+            INSERT INTO "odd ""name""" SELECT i, i % 7, i % 5 FROM n;
+            INSERT INTO other VALUES (1, 2); INSERT INTO third VALUES (3);
+            """#)
+        #expect(problems(check(step, split)) == ["no-primary-key:third", "statistics:-"], "sound before the damage")
+        try sqlite3(["-batch", step], input: #"PRAGMA writable_schema=ON; UPDATE sqlite_schema SET sql = 'CREATE INDEX i ON "odd ""name"""(b)' WHERE name = 'i';"#)
+        let full = integrityErrors(check(step))
+        #expect(!full.isEmpty)
+        #expect(integrityErrors(check(step, split)) == full)
+
+        // A damaged freelist: only the whole-file pass can see it.
+        let freelist = folder.file("free.db")
+        try makeIndexed(freelist)
+        try sqlite3(["-batch", freelist, "CREATE TABLE second(x); INSERT INTO second VALUES (1); DELETE FROM t WHERE id > 500"])
+        let pageSize = Int(try sqlite3Scalar(freelist, "PRAGMA page_size"))!
+        try patch(freelist) { data in
+            let trunk = Int(data[32]) << 24 | Int(data[33]) << 16 | Int(data[34]) << 8 | Int(data[35])
+            let offset = (trunk - 1) * pageSize + 8
+            data.replaceSubrange(offset..<offset + 4, with: [0x00, 0x0F, 0x42, 0x3F])
+        }
+        let fullFree = integrityErrors(check(freelist))
+        #expect(fullFree.contains { $0.contains("freelist") })
+        #expect(integrityErrors(check(freelist, split)) == fullFree)
+
+        // A flipped page type byte in a leaf of t.
+        let flipped = folder.file("flip.db")
+        try makeIndexed(flipped)
+        try sqlite3(["-batch", flipped, "CREATE TABLE second(x); INSERT INTO second VALUES (1)"])
+        let leaf = Int(try sqlite3Scalar(flipped, "SELECT min(pageno) FROM dbstat WHERE name = 't' AND pagetype = 'leaf'"))!
+        try patch(flipped) { $0[(leaf - 1) * pageSize] = 0x2A }
+        let splitFlipped = integrityErrors(check(flipped, split))
+        #expect(splitFlipped.contains { $0.contains("Page \(leaf)") })
+        #expect(integrityErrors(check(flipped)).contains { $0.contains("Page \(leaf)") })
+    }
+
     @Test func notADatabaseCannotBeChecked() throws {
         let folder = try TemporaryFolder("check-notdb")
         let text = folder.file("notes.db")

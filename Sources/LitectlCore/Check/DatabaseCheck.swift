@@ -28,6 +28,12 @@ public struct CheckOptions: Sendable {
     public var busyTimeout = Connection.defaultBusyTimeout
     /// How many integrity_check messages to ask SQLite for at most.
     public var maxIntegrityMessages = 100
+    /// Connections that share integrity_check's work on one large file
+    /// (1: one full integrity_check on one connection).
+    public var integrityConnections = 1
+    /// Files smaller than this are checked on one connection whatever
+    /// `integrityConnections` says (threads cost more than they save there).
+    public var parallelIntegrityMinimumBytes: Int64 = 64 << 20
 
     public init() {}
 }
@@ -209,21 +215,90 @@ struct Checker {
                 }
             }
         }
+        let messages = parallelIntegrity(schema)
+            ?? Checker.integrityMessages(connection, "PRAGMA main.\(pragma)(\(options.maxIntegrityMessages))", pragma: pragma)
+        for line in messages {
+            let object = line.hasPrefix("\(pragma) stopped") ? nil : Checker.objectNamed(in: line, roots: roots)
+            add(.error, .integrity, object, line)
+        }
+        if options.quick {
+            add(.note, .integrity, nil, "quick_check: indexes were not compared with their tables (run without --quick for that)")
+        }
+    }
+
+    /// The messages of one integrity pragma ("ok" left out). An error that
+    /// stops it (a page too damaged to read) becomes the last message.
+    static func integrityMessages(_ connection: Connection, _ sql: String, pragma: String) -> [String] {
+        var messages: [String] = []
         do {
-            let statement = try connection.prepare("PRAGMA main.\(pragma)(\(options.maxIntegrityMessages))")
+            let statement = try connection.prepare(sql)
             try statement.forEachRow { row in
                 let text = row.string(at: 0)
                 if text == "ok" { return }
                 for line in text.split(separator: "\n") where !line.hasPrefix("*** in database") {
-                    let line = String(line)
-                    add(.error, .integrity, Checker.objectNamed(in: line, roots: roots), line)
+                    messages.append(String(line))
                 }
             }
         } catch {
-            add(.error, .integrity, nil, "\(pragma) stopped: \(message(error))")
+            messages.append("\(pragma) stopped: \((error as? DatabaseError)?.message ?? "\(error)")")
         }
-        if options.quick {
-            add(.note, .integrity, nil, "quick_check: indexes were not compared with their tables (run without --quick for that)")
+        return messages
+    }
+
+    /// integrity_check split over several connections, for a large file in
+    /// rollback-journal mode: `quick_check` on the whole file (every b-tree's
+    /// structure, the freelist, pages used twice or never) and
+    /// `integrity_check(TABLE)` for each table (its b-tree and its indexes
+    /// compared with it), taken by workers from one queue, biggest work first
+    /// in practice because quick_check goes first. Together they cover what
+    /// one full integrity_check covers; a message both report is shown once.
+    /// All connections read one snapshot: this connection's read transaction
+    /// holds a SHARED lock, so no writer can commit until they are done. Nil
+    /// (do it serially) when the split does not apply or a worker cannot open.
+    func parallelIntegrity(_ schema: Schema?) -> [String]? {
+        guard !options.quick, options.integrityConnections > 1, let schema,
+              (FileCheck.size(of: path) ?? 0) >= options.parallelIntegrityMinimumBytes else { return nil }
+        let mode = (try? connection.scalar("PRAGMA main.journal_mode")).flatMap { $0 }.map { String(decoding: $0.bytesForDisplay, as: UTF8.self) }
+        guard let mode, mode.lowercased() != "wal" else { return nil }
+        let tables = schema.tables.filter { $0.kind != .virtual }.map(\.name)
+        guard tables.count >= 2 else { return nil }
+        let tasks = ["PRAGMA main.quick_check(\(options.maxIntegrityMessages))"]
+            + tables.map { "PRAGMA main.integrity_check(\(quoteIdentifier($0)))" }
+        struct State {
+            var next = 0
+            var results: [[String]?]
+            var failed = false
+        }
+        let state = Locked(State(results: Array(repeating: nil, count: tasks.count)))
+        let path = self.path, options = self.options
+        DispatchQueue.concurrentPerform(iterations: min(options.integrityConnections, tasks.count)) { _ in
+            guard let worker = try? Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout) else {
+                state.withLock { $0.failed = true }
+                return
+            }
+            defer { try? worker.close() }
+            try? worker.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
+            do {
+                try worker.readTransaction {
+                    while true {
+                        let index: Int? = state.withLock { s in
+                            guard !s.failed, s.next < tasks.count else { return nil }
+                            defer { s.next += 1 }
+                            return s.next
+                        }
+                        guard let index else { return }
+                        let messages = Checker.integrityMessages(worker, tasks[index], pragma: "integrity_check")
+                        state.withLock { $0.results[index] = messages }
+                    }
+                }
+            } catch {
+                state.withLock { $0.failed = true }
+            }
+        }
+        return state.withLock { s -> [String]? in
+            guard !s.failed, s.results.allSatisfy({ $0 != nil }) else { return nil }
+            var seen = Set<String>()
+            return s.results.flatMap { $0! }.filter { seen.insert($0).inserted }
         }
     }
 
