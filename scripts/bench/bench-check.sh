@@ -3,6 +3,7 @@
 # `sqlite3 DB 'PRAGMA integrity_check'` (target: not slower), and `check -j 2` over
 # 100 small databases against a shell loop of the same sqlite3 command (target: at
 # least 1.7x faster on 2 cores). litectl also runs foreign_key_check and its lints.
+# Also `check --connections 2` (integrity_check split over two connections).
 # BENCH_DB=path reuses an existing large database; BENCH_ROWS (default 3000000) sizes a new one.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +18,8 @@ if [[ -z $db ]]; then
 fi
 echo "database: $db ($(du -h "$db" | cut -f1))" >&2
 BENCH_RUNS=${BENCH_RUNS:-3} bench_compare "litectl check" "$LITECTL check $db" \
+  "sqlite3 integrity_check" "sqlite3 $db 'PRAGMA integrity_check'"
+BENCH_RUNS=${BENCH_RUNS:-3} bench_compare "litectl check --connections 2" "$LITECTL check --connections 2 $db" \
   "sqlite3 integrity_check" "sqlite3 $db 'PRAGMA integrity_check'"
 
 many=$BENCH_TMPDIR/many
