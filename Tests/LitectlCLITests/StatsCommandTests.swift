@@ -123,6 +123,19 @@ import TestSupport
         #expect(try stat1(folder.file("a.db")) == stored)
     }
 
+    @Test func optimize() throws {
+        let folder = try TemporaryFolder("cli-analyze-optimize")
+        try makeDatabase(folder.file("a.db"), Self.script + "\nANALYZE;")
+        let stored = try stat1(folder.file("a.db"))
+        let result = try litectl("analyze", "--optimize", "--format", "csv", "a.db", in: folder.path)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("table,index,before_rows,before,after_rows,after,changed\r\n"))
+        // Statistics that are current stay as they are.
+        #expect(try stat1(folder.file("a.db")) == stored)
+        #expect(try sqlite3Scalar(folder.file("a.db"), "PRAGMA integrity_check") == "ok")
+        #expect(try litectl("analyze", "--optimize", "a.db", "big", in: folder.path).status == 64)
+    }
+
     @Test func analyzeUnknownTargetChangesNothing() throws {
         let folder = try TemporaryFolder("cli-analyze-unknown")
         try makeDatabase(folder.file("a.db"), Self.script)
