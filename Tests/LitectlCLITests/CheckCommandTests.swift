@@ -94,6 +94,27 @@ import TestSupport
         #expect(result.stderr.isEmpty)
     }
 
+    /// The report a person reads, for a database with one of each lint problem.
+    static let lintScript = """
+        CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, country TEXT);
+        CREATE TABLE orders(id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), placed TEXT);
+        CREATE INDEX customers_country ON customers(country);
+        CREATE INDEX customers_country_name ON customers(country, name);
+        CREATE TABLE log(at, message);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+        INSERT INTO customers SELECT i, 'c' || i, 'country ' || (i % 9) FROM n;
+        INSERT INTO orders VALUES (1, 1, '2024-01-01'), (2, 999, '2024-01-02');
+        """
+
+    @Test func textReportMatchesTheGoldenFile() throws {
+        let folder = try TemporaryFolder("cli-check-golden")
+        try makeDatabase(folder.file("shop.db"), Self.lintScript)
+        let result = try litectl("check", "shop.db", in: folder.path)
+        #expect(result.status == 1)
+        let golden = try String(contentsOfFile: packageRoot + "/Tests/LitectlCLITests/Golden/check-shop.txt", encoding: .utf8)
+        #expect(result.stdout == golden)
+    }
+
     @Test func expectations() throws {
         let folder = try TemporaryFolder("cli-check-expect")
         try makeDatabase(folder.file("e.db"), "PRAGMA user_version=3; PRAGMA application_id=0x47504B47; CREATE TABLE t(id INTEGER PRIMARY KEY);")
