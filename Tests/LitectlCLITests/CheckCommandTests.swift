@@ -115,6 +115,18 @@ import TestSupport
         #expect(result.stdout == golden)
     }
 
+    @Test func lockedDatabaseCannotBeChecked() throws {
+        let folder = try TemporaryFolder("cli-check-locked")
+        try makeSound(folder.file("a.db"))
+        let writer = try Connection(path: folder.file("a.db"), mode: .readWrite)
+        try writer.execute("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2, 'y');")
+        let result = try litectl("check", "--busy-timeout", "100", "a.db", in: folder.path)
+        try writer.execute("ROLLBACK")
+        #expect(result.status == 2)
+        #expect(result.stderr == "litectl: a.db: database is locked by another process (database is locked; gave up after 100 ms)\n")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test func expectations() throws {
         let folder = try TemporaryFolder("cli-check-expect")
         try makeDatabase(folder.file("e.db"), "PRAGMA user_version=3; PRAGMA application_id=0x47504B47; CREATE TABLE t(id INTEGER PRIMARY KEY);")

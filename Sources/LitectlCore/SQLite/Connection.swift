@@ -75,6 +75,7 @@ public final class Connection {
         sqlite3_extended_result_codes(db, 1)
         try configureDefensively()
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeout))
+        self.busyTimeout = busyTimeout
     }
 
     /// Settings for a file we did not write: no extension loading, defensive
