@@ -25,8 +25,11 @@ struct Stats: ParsableCommand {
 
             On a terminal (table format) the file totals come first — page size, \
             pages, pages in b-trees and bytes in use, freelist and pointer-map pages, \
-            unused share (free pages plus unused bytes on pages), WAL size — and each \
-            row ends with a bar drawing its share of the file. --format json prints \
+            unused share (free pages plus unused bytes on pages), WAL size — then, per \
+            object, a bar drawing its share of the file and the columns that say what \
+            holds the space (name, share, kind, pages, size, share %, entries, avg \
+            payload, unused %, overflow pages, depth, fragmentation %); the other \
+            formats give every column. --format json prints \
             one document with the keys path, page_size, page_count, freelist_pages, \
             pointer_map_pages, used_pages, bytes_in_use, unused_percent, file_size, \
             wal_size, objects [rows], tables [rows]: keep it, and a later `stats \
@@ -127,11 +130,24 @@ struct Stats: ParsableCommand {
             fflush(nil)
         }
         let writer = output.makeWriter(sink: sink)
-        writer.begin(columns: FileStats.columns + (bars ? ["share"] : []))
-        for object in list {
-            var row = stats.row(object)
-            if bars { row.append(.text(Self.bar(stats.sharePercent(object)))) }
-            writer.write(row)
+        if format == .table {
+            // For people: the columns that answer "what holds the space", the bar first.
+            let wanted = ["name", "kind", "pages", "bytes", "share_percent", "entries", "avg_payload", "unused_percent",
+                          "overflow_pages", "depth", "fragmentation_percent"]
+            let positions = wanted.map { FileStats.columns.firstIndex(of: $0)! }
+            writer.begin(columns: ["name"] + (bars ? ["share"] : []) + wanted.dropFirst().map {
+                $0 == "bytes" ? "size" : $0.replacingOccurrences(of: "_percent", with: " %").replacingOccurrences(of: "_", with: " ")
+            })
+            for object in list {
+                let row = stats.row(object)
+                var cells = positions.map { row[$0] }
+                cells[3] = .text(humanBytes(object.bytes(pageSize: stats.pageSize)))
+                if bars { cells.insert(.text(Self.bar(stats.sharePercent(object))), at: 1) }
+                writer.write(cells)
+            }
+        } else {
+            writer.begin(columns: FileStats.columns)
+            for object in list { writer.write(stats.row(object)) }
         }
         writer.finish()
         try sink.flush()
