@@ -19,6 +19,6 @@ struct Litectl: ParsableCommand {
             mode, and extension loading off.
             """,
         version: LitectlVersion.string,
-        subcommands: [Info.self, Query.self, Tables.self, Demo.self]
+        subcommands: [Info.self, Query.self, Tables.self, Check.self, Stats.self, Analyze.self, Demo.self]
     )
 }

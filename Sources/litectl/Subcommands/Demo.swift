@@ -29,7 +29,8 @@ struct Demo: ParsableCommand {
         for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"],
                           ["query", "shop.db", "--attach", "arch=archive.db", "--format", "table",
                            "SELECT name, total, (SELECT count(*) FROM arch.snapshots) AS snapshots FROM customer_totals ORDER BY id"],
-                          ["tables", "shop.db", "archive.db", "--counts", "--format", "table"]] {
+                          ["tables", "shop.db", "archive.db", "--counts", "--format", "table"],
+                          ["check", "shop.db"], ["stats", "--tables", "--top", "3", "--format", "table", "shop.db"]] {
             printOut("\n$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
             do {
                 var command = try Litectl.parseAsRoot(arguments)

@@ -1,0 +1,488 @@
+// `litectl check`: runs SQLite's own consistency checks (integrity_check or
+// quick_check, foreign_key_check) and litectl's lint checks on one database,
+// read-only, and returns findings; `checkAll` does many files in parallel,
+// each on its own connection opened inside its worker.
+// See https://www.sqlite.org/pragma.html#pragma_integrity_check
+import CSQLite
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `check` looks at, beyond SQLite's own checks.
+public struct CheckOptions: Sendable {
+    /// `quick_check` instead of `integrity_check` (faster; misses an index out of step with its table).
+    public var quick = false
+    /// A freelist above this share of the file (in percent) is a warning.
+    public var maxFreePercent: Double = 25
+    /// `sqlite_stat1` row counts off by more than this factor from the real ones are a warning.
+    public var maxStatisticsDrift: Double = 2
+    public var expectUserVersion: Int64?
+    public var expectApplicationID: Int64?
+    /// Compared case-insensitively with `PRAGMA journal_mode`.
+    public var expectJournalMode: String?
+    public var busyTimeout = Connection.defaultBusyTimeout
+    /// How many integrity_check messages to ask SQLite for at most.
+    public var maxIntegrityMessages = 100
+    /// Connections that share integrity_check's work on one large file
+    /// (1: one full integrity_check on one connection).
+    public var integrityConnections = 1
+    /// Files smaller than this are checked on one connection whatever
+    /// `integrityConnections` says (threads cost more than they save there).
+    public var parallelIntegrityMinimumBytes: Int64 = 64 << 20
+
+    public init() {}
+}
+
+public enum DatabaseCheck {
+    /// Checks the file at `path`. Never throws: a file that cannot be checked
+    /// gives a report with `failure` set; a corrupt file gives error findings.
+    public static func check(path: String, options: CheckOptions = CheckOptions()) -> CheckReport {
+        var report = CheckReport(path: path)
+        // Before SQLite opens the file: a read-only connection to a WAL database
+        // creates an empty -wal when there is none.
+        let fileSize = FileCheck.size(of: path)
+        let walSize = FileCheck.size(of: path + "-wal")
+
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+        } catch let error as DatabaseError {
+            if error.code.primary == .corrupt {
+                report.findings.append(Finding(.error, .open, object: nil,
+                                               "SQLite cannot open the database: \(error.message)"))
+            } else {
+                report.failure = error
+            }
+            return report
+        } catch {
+            report.failure = DatabaseError(code: .error, message: "\(error)", path: path)
+            return report
+        }
+        defer { try? connection.close() }
+        // Reading through a memory map roughly halves integrity_check's time
+        // on a large file (no copy into the page cache). SQLite caps it at its
+        // compile-time SQLITE_MAX_MMAP_SIZE.
+        try? connection.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
+
+        var checker = Checker(connection: connection, options: options, path: path)
+        do {
+            try connection.readTransaction {
+                checker.run(fileSize: fileSize, walSize: walSize)
+            }
+        } catch let error as DatabaseError {
+            if error.code.primary == .corrupt {
+                checker.findings.append(Finding(.error, .integrity, object: nil, "database disk image is malformed: \(error.message)"))
+            } else if checker.findings.isEmpty {
+                report.failure = error
+            } else {
+                checker.findings.append(Finding(.error, .integrity, object: nil, "check stopped: \(error.message)"))
+            }
+        } catch {
+            report.failure = DatabaseError(code: .error, message: "\(error)", path: path)
+        }
+        report.findings = checker.findings
+        return report
+    }
+
+    /// Checks every path with up to `parallelism` files at a time, each on a
+    /// connection opened in its own worker thread. `onReport` is called once
+    /// per file, in the order of `paths`, as soon as that file and every file
+    /// before it are done (under a lock: it is never called concurrently).
+    /// Returns the reports in the order of `paths`.
+    @discardableResult
+    public static func checkAll(paths: [String], options: CheckOptions, parallelism: Int,
+                                onReport: @escaping @Sendable (CheckReport) -> Void = { _ in }) -> [CheckReport] {
+        struct State {
+            var next = 0
+            var reports: [CheckReport?]
+            var delivered = 0
+        }
+        let state = Locked(State(reports: Array(repeating: nil, count: paths.count)))
+        let workers = max(1, min(parallelism, paths.count))
+        let work: @Sendable (Int) -> Void = { _ in
+            while true {
+                let index: Int? = state.withLock { s in
+                    guard s.next < paths.count else { return nil }
+                    defer { s.next += 1 }
+                    return s.next
+                }
+                guard let index else { return }
+                let report = check(path: paths[index], options: options)
+                state.withLock { s in
+                    s.reports[index] = report
+                    while s.delivered < paths.count, let ready = s.reports[s.delivered] {
+                        onReport(ready)
+                        s.delivered += 1
+                    }
+                }
+            }
+        }
+        if workers == 1 {
+            work(0)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: workers, execute: work)
+        }
+        return state.withLock { $0.reports.map { $0! } }
+    }
+}
+
+/// A value behind a lock, shared by the worker threads of `checkAll`.
+/// (Synchronization's Mutex needs macOS 15; the package supports macOS 13.)
+final class Locked<State>: @unchecked Sendable {
+    private var state: State
+    private let lock = NSLock()
+
+    init(_ state: State) { self.state = state }
+
+    func withLock<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+}
+
+/// The checks on one open connection, inside one read transaction.
+struct Checker {
+    let connection: Connection
+    let options: CheckOptions
+    let path: String
+    var findings: [Finding] = []
+
+    init(connection: Connection, options: CheckOptions, path: String) {
+        self.connection = connection
+        self.options = options
+        self.path = path
+    }
+
+    mutating func run(fileSize: Int64?, walSize: Int64?) {
+        let schema: Schema?
+        do {
+            schema = try connection.readSchema()
+        } catch {
+            schema = nil
+            add(.error, .integrity, nil, "cannot read the schema: \(message(error))")
+        }
+        integrity(schema)
+        guard let schema else { return }
+        step(.foreignKey) { try $0.foreignKeyCheck() }
+        step(.unindexedForeignKey) { $0.unindexedForeignKeys(schema) }
+        step(.noPrimaryKey) { $0.tablesWithoutPrimaryKey(schema) }
+        step(.redundantIndex) { $0.redundantIndexes(schema) }
+        step(.statistics) { try $0.statistics(schema) }
+        step(.freelist) { try $0.freelist() }
+        if let walSize, let fileSize, walSize > fileSize {
+            add(.warning, .walSize, nil,
+                "the -wal file (\(walSize) bytes) is larger than the database (\(fileSize) bytes): checkpoints are not keeping up",
+                fix: "PRAGMA wal_checkpoint(TRUNCATE);")
+        }
+        step(.expectation) { try $0.expectations() }
+    }
+
+    /// Runs one check; a SQLite error inside it becomes an error finding of
+    /// that check (a corrupt page met by a lint query, say).
+    private mutating func step(_ kind: CheckKind, _ body: (inout Checker) throws -> Void) {
+        do {
+            try body(&self)
+        } catch {
+            add(.error, kind, nil, "could not run this check: \(message(error))")
+        }
+    }
+
+    mutating func add(_ severity: Severity, _ kind: CheckKind, _ object: String?, _ text: String, fix: String? = nil) {
+        findings.append(Finding(severity, kind, object: object, text, fix: fix))
+    }
+
+    private func message(_ error: any Error) -> String {
+        (error as? DatabaseError)?.message ?? "\(error)"
+    }
+
+    // MARK: SQLite's own checks
+
+    /// integrity_check (or quick_check): each message but "ok" is an error,
+    /// attributed to the index or b-tree it names when it names one.
+    mutating func integrity(_ schema: Schema?) {
+        let pragma = options.quick ? "quick_check" : "integrity_check"
+        var roots: [Int64: String] = [:]
+        if let rows = try? connection.rows("SELECT rootpage, name FROM main.sqlite_schema WHERE rootpage > 0") {
+            for row in rows {
+                if case .integer(let page) = row[0], case .text(let name) = row[1] {
+                    roots[page] = String(decoding: name, as: UTF8.self)
+                }
+            }
+        }
+        let messages = parallelIntegrity(schema)
+            ?? Checker.integrityMessages(connection, "PRAGMA main.\(pragma)(\(options.maxIntegrityMessages))", pragma: pragma)
+        for line in messages {
+            let object = line.hasPrefix("\(pragma) stopped") ? nil : Checker.objectNamed(in: line, roots: roots)
+            add(.error, .integrity, object, line)
+        }
+        if options.quick {
+            add(.note, .integrity, nil, "quick_check: indexes were not compared with their tables (run without --quick for that)")
+        }
+    }
+
+    /// The messages of one integrity pragma ("ok" left out). An error that
+    /// stops it (a page too damaged to read) becomes the last message.
+    static func integrityMessages(_ connection: Connection, _ sql: String, pragma: String) -> [String] {
+        var messages: [String] = []
+        do {
+            let statement = try connection.prepare(sql)
+            try statement.forEachRow { row in
+                let text = row.string(at: 0)
+                if text == "ok" { return }
+                for line in text.split(separator: "\n") where !line.hasPrefix("*** in database") {
+                    messages.append(String(line))
+                }
+            }
+        } catch {
+            messages.append("\(pragma) stopped: \((error as? DatabaseError)?.message ?? "\(error)")")
+        }
+        return messages
+    }
+
+    /// integrity_check split over several connections, for a large file in
+    /// rollback-journal mode: `quick_check` on the whole file (every b-tree's
+    /// structure, the freelist, pages used twice or never) and
+    /// `integrity_check(TABLE)` for each table (its b-tree and its indexes
+    /// compared with it), taken by workers from one queue, biggest work first
+    /// in practice because quick_check goes first. Together they cover what
+    /// one full integrity_check covers; a message both report is shown once.
+    /// All connections read one snapshot: this connection's read transaction
+    /// holds a SHARED lock, so no writer can commit until they are done. Nil
+    /// (do it serially) when the split does not apply or a worker cannot open.
+    func parallelIntegrity(_ schema: Schema?) -> [String]? {
+        guard !options.quick, options.integrityConnections > 1, let schema,
+              (FileCheck.size(of: path) ?? 0) >= options.parallelIntegrityMinimumBytes else { return nil }
+        let mode = (try? connection.scalar("PRAGMA main.journal_mode")).flatMap { $0 }.map { String(decoding: $0.bytesForDisplay, as: UTF8.self) }
+        guard let mode, mode.lowercased() != "wal" else { return nil }
+        let tables = schema.tables.filter { $0.kind != .virtual }.map(\.name)
+        guard tables.count >= 2 else { return nil }
+        let tasks = ["PRAGMA main.quick_check(\(options.maxIntegrityMessages))"]
+            + tables.map { "PRAGMA main.integrity_check(\(quoteIdentifier($0)))" }
+        struct State {
+            var next = 0
+            var results: [[String]?]
+            var failed = false
+        }
+        let state = Locked(State(results: Array(repeating: nil, count: tasks.count)))
+        let path = self.path, options = self.options
+        DispatchQueue.concurrentPerform(iterations: min(options.integrityConnections, tasks.count)) { _ in
+            guard let worker = try? Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout) else {
+                state.withLock { $0.failed = true }
+                return
+            }
+            defer { try? worker.close() }
+            try? worker.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
+            do {
+                try worker.readTransaction {
+                    while true {
+                        let index: Int? = state.withLock { s in
+                            guard !s.failed, s.next < tasks.count else { return nil }
+                            defer { s.next += 1 }
+                            return s.next
+                        }
+                        guard let index else { return }
+                        let messages = Checker.integrityMessages(worker, tasks[index], pragma: "integrity_check")
+                        state.withLock { $0.results[index] = messages }
+                    }
+                }
+            } catch {
+                state.withLock { $0.failed = true }
+            }
+        }
+        return state.withLock { s -> [String]? in
+            guard !s.failed, s.results.allSatisfy({ $0 != nil }) else { return nil }
+            var seen = Set<String>()
+            return s.results.flatMap { $0! }.filter { seen.insert($0).inserted }
+        }
+    }
+
+    /// The object an integrity_check message names: "... in index NAME",
+    /// "NULL value in TABLE.COLUMN", "Tree N page ..." (N a root page).
+    static func objectNamed(in line: String, roots: [Int64: String]) -> String? {
+        if let range = line.range(of: " index ", options: .backwards) {
+            let rest = line[range.upperBound...]
+            let name = rest.prefix { $0 != " " }
+            if !name.isEmpty { return String(name) }
+        }
+        if let range = line.range(of: "NULL value in ") {
+            let rest = line[range.upperBound...]
+            if let dot = rest.lastIndex(of: ".") { return String(rest[..<dot]) }
+        }
+        if line.hasPrefix("Tree ") {
+            let digits = line.dropFirst(5).prefix { $0.isNumber }
+            if let page = Int64(digits), let name = roots[page] { return name }
+        }
+        return nil
+    }
+
+    /// foreign_key_check, whatever the foreign_keys setting: one error per
+    /// foreign key with orphan rows (their count and the first rowids).
+    mutating func foreignKeyCheck() throws {
+        struct Group { var table: String; var parent: String; var count = 0; var rowids: [String] = [] }
+        var groups: [String: Group] = [:]
+        var order: [String] = []
+        let statement = try connection.prepare("PRAGMA main.foreign_key_check")
+        try statement.forEachRow { row in
+            let table = row.string(at: 0), parent = row.string(at: 2)
+            let key = "\(table)\u{0}\(parent)\u{0}\(row.int64(at: 3))"
+            if groups[key] == nil { groups[key] = Group(table: table, parent: parent); order.append(key) }
+            groups[key]!.count += 1
+            if groups[key]!.rowids.count < 5 { groups[key]!.rowids.append(row.isNull(at: 1) ? "NULL" : String(row.int64(at: 1))) }
+        }
+        for key in order {
+            let g = groups[key]!
+            let more = g.count > g.rowids.count ? ", …" : ""
+            add(.error, .foreignKey, g.table,
+                "\(g.count) row\(g.count == 1 ? "" : "s") of \(g.table) refer\(g.count == 1 ? "s" : "") to a missing row of \(g.parent) (rowid \(g.rowids.joined(separator: ", "))\(more))")
+        }
+    }
+
+    // MARK: Lints
+
+    /// A foreign key's child columns with no index starting with them: every
+    /// delete or key update in the parent scans the child table.
+    mutating func unindexedForeignKeys(_ schema: Schema) {
+        for table in schema.tables where table.kind == .ordinary {
+            let indexes = schema.indexes(on: table.name).filter { !$0.partial }
+            for key in table.foreignKeys {
+                let columns = key.columns.map { $0.lowercased() }
+                if columns.count == 1, table.hasRowidAlias, table.primaryKey[0].name.lowercased() == columns[0] { continue }
+                if !table.withoutRowid, table.kind == .ordinary,
+                   columns.count == 1, ["rowid", "oid", "_rowid_"].contains(columns[0]) { continue }
+                let covered = indexes.contains { index in
+                    guard index.parts.count >= columns.count else { return false }
+                    let leading = index.parts.prefix(columns.count).compactMap { $0.name?.lowercased() }
+                    return leading.count == columns.count && Set(leading) == Set(columns)
+                }
+                if covered { continue }
+                let indexName = ([table.name] + key.columns + ["idx"]).joined(separator: "_")
+                let fix = "CREATE INDEX \(quoteIdentifier(indexName)) ON \(quoteIdentifier(table.name))("
+                    + key.columns.map(quoteIdentifier).joined(separator: ", ") + ");"
+                add(.warning, .unindexedForeignKey, table.name,
+                    "foreign key (\(key.columns.joined(separator: ", "))) → \(key.parentTable) has no index on its child column\(key.columns.count == 1 ? "" : "s"): deletes and key updates in \(key.parentTable) scan \(table.name)",
+                    fix: fix)
+            }
+        }
+    }
+
+    /// Ordinary tables with no PRIMARY KEY: rows have no stable identity (a
+    /// VACUUM may renumber rowids) and tools cannot match them across copies.
+    mutating func tablesWithoutPrimaryKey(_ schema: Schema) {
+        for table in schema.tables where table.kind == .ordinary && !table.withoutRowid && table.problem == nil {
+            if table.primaryKey.isEmpty {
+                add(.warning, .noPrimaryKey, table.name, "table \(table.name) has no PRIMARY KEY")
+            }
+        }
+    }
+
+    /// A non-unique, non-partial index whose key columns (with their order
+    /// and collation) are the leading columns of another full index on the
+    /// same table: every query it serves, the longer one serves too.
+    mutating func redundantIndexes(_ schema: Schema) {
+        func key(_ part: Index.Part) -> String? {
+            part.name.map { "\($0.lowercased())\u{0}\($0.isEmpty ? "" : part.collation.lowercased())\u{0}\(part.descending)" }
+        }
+        let candidates = schema.indexes.filter { !$0.partial && !$0.hasExpressions && !$0.parts.isEmpty }
+        for index in candidates where !index.unique && !index.isAutomatic {
+            let mine = index.parts.compactMap(key)
+            let covering = candidates.filter { other in
+                guard other.name != index.name, other.table.lowercased() == index.table.lowercased(),
+                      other.parts.count >= mine.count else { return false }
+                let theirs = other.parts.prefix(mine.count).compactMap(key)
+                guard theirs == mine else { return false }
+                // Two identical non-unique indexes: report only the later name.
+                if other.parts.count == mine.count && !other.unique && !other.isAutomatic {
+                    return Array(other.name.utf8).lexicographicallyPrecedes(Array(index.name.utf8))
+                }
+                return true
+            }
+            guard let other = covering.min(by: { $0.parts.count < $1.parts.count }) else { continue }
+            let how = other.parts.count == mine.count ? "duplicates" : "is a leading part of"
+            add(.warning, .redundantIndex, index.name,
+                "index \(index.name) \(how) index \(other.name) on \(index.table): it costs space and write time and serves no query the other cannot",
+                fix: "DROP INDEX \(quoteIdentifier(index.name));")
+        }
+    }
+
+    /// Indexes without `sqlite_stat1`, or with row counts there far from the
+    /// tables' real ones: the query planner works from wrong sizes.
+    mutating func statistics(_ schema: Schema) throws {
+        let indexedTables = Set(schema.indexes.map { $0.table.lowercased() })
+        let userIndexed = schema.tables.filter { $0.kind == .ordinary && indexedTables.contains($0.name.lowercased()) }
+        guard !userIndexed.isEmpty else { return }
+        guard schema.table(named: "sqlite_stat1") != nil else {
+            add(.warning, .statistics, nil,
+                "the database has indexes but no sqlite_stat1: the query planner guesses table sizes",
+                fix: "ANALYZE;")
+            return
+        }
+        var recorded: [String: Int64] = [:]
+        let statement = try connection.prepare("SELECT tbl, stat FROM main.sqlite_stat1")
+        try statement.forEachRow { row in
+            let count = Int64(row.string(at: 1).prefix { $0.isNumber }) ?? 0
+            let table = row.string(at: 0).lowercased()
+            recorded[table] = max(recorded[table] ?? 0, count)
+        }
+        for table in userIndexed {
+            let actual: Int64
+            if case .integer(let n)? = try connection.scalar("SELECT count(*) FROM main.\(quoteIdentifier(table.name))") {
+                actual = n
+            } else { actual = 0 }
+            guard let stat = recorded[table.name.lowercased()] else {
+                if actual > 0 {
+                    add(.warning, .statistics, table.name,
+                        "table \(table.name) has \(actual) rows and indexes but no sqlite_stat1 row",
+                        fix: "ANALYZE \(quoteIdentifier(table.name));")
+                }
+                continue
+            }
+            let low = Double(min(stat, actual)), high = Double(max(stat, actual))
+            // Small tables drift a lot in ratio without changing any plan.
+            if high - low >= 100, high > low * options.maxStatisticsDrift {
+                add(.warning, .statistics, table.name,
+                    "sqlite_stat1 says table \(table.name) has \(stat) rows; it has \(actual)",
+                    fix: "ANALYZE \(quoteIdentifier(table.name));")
+            }
+        }
+    }
+
+    mutating func freelist() throws {
+        guard case .integer(let pages)? = try connection.scalar("PRAGMA main.page_count"),
+              case .integer(let free)? = try connection.scalar("PRAGMA main.freelist_count"), pages > 0 else { return }
+        let percent = Double(free) * 100 / Double(pages)
+        if percent > options.maxFreePercent {
+            add(.warning, .freelist, nil,
+                "\(free) of \(pages) pages (\(formatPercent(percent))) are free, above the \(formatPercent(options.maxFreePercent)) threshold",
+                fix: "VACUUM;")
+        }
+    }
+
+    mutating func expectations() throws {
+        if let expected = options.expectUserVersion,
+           case .integer(let actual)? = try connection.scalar("PRAGMA main.user_version"), actual != expected {
+            add(.error, .expectation, nil, "user_version is \(actual), expected \(expected)")
+        }
+        if let expected = options.expectApplicationID,
+           case .integer(let actual)? = try connection.scalar("PRAGMA main.application_id"), actual != expected {
+            add(.error, .expectation, nil, "application_id is \(actual), expected \(expected)")
+        }
+        if let expected = options.expectJournalMode {
+            let actual = try connection.scalar("PRAGMA main.journal_mode").map { String(decoding: $0.bytesForDisplay, as: UTF8.self) } ?? ""
+            if actual.lowercased() != expected.lowercased() {
+                add(.error, .expectation, nil, "journal_mode is \(actual), expected \(expected.lowercased())")
+            }
+        }
+    }
+}
+
+/// `12.5%`, `0.3%`: one decimal.
+func formatPercent(_ value: Double) -> String {
+    let tenths = (value * 10).rounded()
+    return "\(Int64(tenths) / 10).\(abs(Int64(tenths) % 10))%"
+}
