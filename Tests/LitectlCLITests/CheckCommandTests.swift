@@ -94,6 +94,38 @@ import TestSupport
         #expect(result.stderr.isEmpty)
     }
 
+    @Test func aDamagedHeaderIsAFindingNotAnError() throws {
+        let folder = try TemporaryFolder("cli-check-header")
+        let db = folder.file("h.db")
+        try makeSound(db)
+        var data = try Data(contentsOf: URL(fileURLWithPath: db))
+        data[16] = 0xFF; data[17] = 0xFF  // page size 65535: not a power of two
+        try data.write(to: URL(fileURLWithPath: db))
+        let result = try litectl("check", "h.db", in: folder.path)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stdout.contains("h.db: error [open]"))
+        #expect(result.stdout.contains("header is damaged"))
+        // A file without the SQLite signature is still "could not check".
+        try "plain text, not a database at all; long enough to have a header.......................................\n"
+            .write(toFile: folder.file("t.db"), atomically: false, encoding: .utf8)
+        let text = try litectl("check", "t.db", in: folder.path)
+        #expect(text.status == 2)
+        #expect(text.stderr == "litectl: t.db: not a SQLite database\n")
+    }
+
+    @Test func aWithoutRowidKeyCoversAForeignKey() throws {
+        let folder = try TemporaryFolder("cli-check-wr")
+        try makeDatabase(folder.file("w.db"), """
+            CREATE TABLE p(id INTEGER PRIMARY KEY);
+            CREATE TABLE c(pid INTEGER REFERENCES p(id), k, PRIMARY KEY (pid, k)) WITHOUT ROWID;
+            CREATE TABLE d(k, pid INTEGER REFERENCES p(id), PRIMARY KEY (k, pid)) WITHOUT ROWID;
+            """)
+        let result = try litectl("check", "--format", "csv", "w.db", in: folder.path)
+        #expect(!result.stdout.contains("unindexed-foreign-key,c,") && !result.stdout.contains(",c,foreign key"),
+                "c's key starts with pid: \(result.stdout)")
+        #expect(result.stdout.contains("CREATE INDEX") && result.stdout.contains("\"d\""), "d's key does not start with pid")
+    }
+
     /// The report a person reads, for a database with one of each lint problem.
     static let lintScript = """
         CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, country TEXT);

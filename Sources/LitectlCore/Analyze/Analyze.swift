@@ -78,8 +78,8 @@ public enum Analyzer {
         let schema = try connection.readSchema()
         var statements: [String] = []
         for target in options.targets {
-            let known = schema.tables.contains { $0.name.lowercased() == target.lowercased() }
-                || schema.indexes.contains { $0.name.lowercased() == target.lowercased() }
+            let known = schema.tables.contains { sameSQLName($0.name, target) }
+                || schema.indexes.contains { sameSQLName($0.name, target) }
             guard known else {
                 throw DatabaseError(code: .error, message: "no table or index named \(target)", path: path)
             }

@@ -72,7 +72,7 @@ public final class AttachedSession {
     public func attach(_ path: String, as alias: String) throws {
         try Self.validateAlias(alias)
         let current = try databases()
-        if current.contains(where: { $0.name.lowercased() == alias.lowercased() }) {
+        if current.contains(where: { sameSQLName($0.name, alias) }) {
             throw DatabaseError(code: .error, message: "alias '\(alias)' is already in use", path: path)
         }
         let attachedCount = current.filter { $0.name != "main" && $0.name != "temp" }.count
@@ -142,8 +142,7 @@ public final class AttachedSession {
         guard writable else { return nil }
         let files = try databases().filter { $0.name != "temp" && !$0.file.isEmpty }
         guard files.count > 1 else { return nil }
-        let mode = try connection.scalar("PRAGMA main.journal_mode")
-        guard case .text(let bytes)? = mode, String(decoding: bytes, as: UTF8.self).lowercased() == "wal" else { return nil }
+        guard try connection.journalMode() == "wal" else { return nil }
         return "warning: \(files.count) writable databases and main is in WAL mode: a transaction that changes "
             + "several of them is atomic in each file but not across files"
     }

@@ -55,6 +55,12 @@ public enum DatabaseCheck {
             if error.code.primary == .corrupt {
                 report.findings.append(Finding(.error, .open, object: nil,
                                                "SQLite cannot open the database: \(error.message)"))
+            } else if error.code.primary == .notadb,
+                      (try? FileCheck.readPrefix(of: path, count: 16)) == DatabaseHeader.magic {
+                // The SQLite signature is there, the rest of the header is not
+                // sound: a damaged database, not some other kind of file.
+                report.findings.append(Finding(.error, .open, object: nil,
+                                               "the database header is damaged: SQLite cannot open the database"))
             } else {
                 report.failure = error
             }
@@ -258,8 +264,7 @@ struct Checker {
     func parallelIntegrity(_ schema: Schema?) -> [String]? {
         guard !options.quick, options.integrityConnections > 1, let schema,
               (FileCheck.size(of: path) ?? 0) >= options.parallelIntegrityMinimumBytes else { return nil }
-        let mode = (try? connection.scalar("PRAGMA main.journal_mode")).flatMap { $0 }.map { String(decoding: $0.bytesForDisplay, as: UTF8.self) }
-        guard let mode, mode.lowercased() != "wal" else { return nil }
+        guard let mode = try? connection.journalMode(), mode != "wal" else { return nil }
         let tables = schema.tables.filter { $0.kind != .virtual }.map(\.name)
         guard tables.count >= 2 else { return nil }
         let tasks = ["PRAGMA main.quick_check(\(options.maxIntegrityMessages))"]
@@ -351,14 +356,16 @@ struct Checker {
         for table in schema.tables where table.kind == .ordinary {
             let indexes = schema.indexes(on: table.name).filter { !$0.partial }
             for key in table.foreignKeys {
-                let columns = key.columns.map { $0.lowercased() }
-                if columns.count == 1, table.hasRowidAlias, table.primaryKey[0].name.lowercased() == columns[0] { continue }
+                let columns = key.columns.map(sqlNameKey)
+                if columns.count == 1, table.hasRowidAlias, sqlNameKey(table.primaryKey[0].name) == columns[0] { continue }
                 if !table.withoutRowid, table.kind == .ordinary,
-                   columns.count == 1, ["rowid", "oid", "_rowid_"].contains(columns[0]) { continue }
-                let covered = indexes.contains { index in
-                    guard index.parts.count >= columns.count else { return false }
-                    let leading = index.parts.prefix(columns.count).compactMap { $0.name?.lowercased() }
-                    return leading.count == columns.count && Set(leading) == Set(columns)
+                   columns.count == 1, [sqlNameKey("rowid"), sqlNameKey("oid"), sqlNameKey("_rowid_")].contains(columns[0]) { continue }
+                // A WITHOUT ROWID table is its own primary-key index (it has no
+                // entry in sqlite_schema's index list).
+                let keyParts = table.withoutRowid ? [table.primaryKey.map { sqlNameKey($0.name) }] : []
+                let covered = (indexes.map { $0.parts.compactMap { $0.name.map(sqlNameKey) } } + keyParts).contains { parts in
+                    guard parts.count >= columns.count else { return false }
+                    return Set(parts.prefix(columns.count)) == Set(columns)
                 }
                 if covered { continue }
                 let indexName = ([table.name] + key.columns + ["idx"]).joined(separator: "_")
@@ -385,14 +392,14 @@ struct Checker {
     /// and collation) are the leading columns of another full index on the
     /// same table: every query it serves, the longer one serves too.
     mutating func redundantIndexes(_ schema: Schema) {
-        func key(_ part: Index.Part) -> String? {
-            part.name.map { "\($0.lowercased())\u{0}\($0.isEmpty ? "" : part.collation.lowercased())\u{0}\(part.descending)" }
+        func key(_ part: Index.Part) -> [UInt8]? {
+            part.name.map { sqlNameKey($0) + [0] + sqlNameKey(part.collation) + [0, part.descending ? 1 : 0] }
         }
         let candidates = schema.indexes.filter { !$0.partial && !$0.hasExpressions && !$0.parts.isEmpty }
         for index in candidates where !index.unique && !index.isAutomatic {
             let mine = index.parts.compactMap(key)
             let covering = candidates.filter { other in
-                guard other.name != index.name, other.table.lowercased() == index.table.lowercased(),
+                guard other.name != index.name, sameSQLName(other.table, index.table),
                       other.parts.count >= mine.count else { return false }
                 let theirs = other.parts.prefix(mine.count).compactMap(key)
                 guard theirs == mine else { return false }
@@ -413,8 +420,8 @@ struct Checker {
     /// Indexes without `sqlite_stat1`, or with row counts there far from the
     /// tables' real ones: the query planner works from wrong sizes.
     mutating func statistics(_ schema: Schema) throws {
-        let indexedTables = Set(schema.indexes.map { $0.table.lowercased() })
-        let userIndexed = schema.tables.filter { $0.kind == .ordinary && indexedTables.contains($0.name.lowercased()) }
+        let indexedTables = Set(schema.indexes.map { sqlNameKey($0.table) })
+        let userIndexed = schema.tables.filter { $0.kind == .ordinary && indexedTables.contains(sqlNameKey($0.name)) }
         guard !userIndexed.isEmpty else { return }
         guard schema.table(named: "sqlite_stat1") != nil else {
             add(.warning, .statistics, nil,
@@ -422,11 +429,11 @@ struct Checker {
                 fix: "ANALYZE;")
             return
         }
-        var recorded: [String: Int64] = [:]
+        var recorded: [[UInt8]: Int64] = [:]
         let statement = try connection.prepare("SELECT tbl, stat FROM main.sqlite_stat1")
         try statement.forEachRow { row in
             let count = Int64(row.string(at: 1).prefix { $0.isNumber }) ?? 0
-            let table = row.string(at: 0).lowercased()
+            let table = sqlNameKey(row.string(at: 0))
             recorded[table] = max(recorded[table] ?? 0, count)
         }
         for table in userIndexed {
@@ -434,7 +441,7 @@ struct Checker {
             if case .integer(let n)? = try connection.scalar("SELECT count(*) FROM main.\(quoteIdentifier(table.name))") {
                 actual = n
             } else { actual = 0 }
-            guard let stat = recorded[table.name.lowercased()] else {
+            guard let stat = recorded[sqlNameKey(table.name)] else {
                 if actual > 0 {
                     add(.warning, .statistics, table.name,
                         "table \(table.name) has \(actual) rows and indexes but no sqlite_stat1 row",
@@ -473,8 +480,8 @@ struct Checker {
             add(.error, .expectation, nil, "application_id is \(actual), expected \(expected)")
         }
         if let expected = options.expectJournalMode {
-            let actual = try connection.scalar("PRAGMA main.journal_mode").map { String(decoding: $0.bytesForDisplay, as: UTF8.self) } ?? ""
-            if actual.lowercased() != expected.lowercased() {
+            let actual = try connection.journalMode()
+            if sqlNameKey(actual) != sqlNameKey(expected) {
                 add(.error, .expectation, nil, "journal_mode is \(actual), expected \(expected.lowercased())")
             }
         }

@@ -84,14 +84,13 @@ public struct DatabaseInfo: Sendable {
                 pageSize: try integer("page_size"), pageCount: try integer("page_count"),
                 freelistCount: try integer("freelist_count"), schemaVersion: try integer("schema_version"),
                 userVersion: try integer("user_version"), applicationID: try integer("application_id"),
-                journalMode: try text("journal_mode"), autoVacuum: try integer("auto_vacuum"),
+                journalMode: try connection.journalMode(), autoVacuum: try integer("auto_vacuum"),
                 encoding: try text("encoding"), objects: try countObjects(connection),
                 schemaSQLBytes: try connection.scalar(
                     "SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM main.sqlite_schema")?.integerValue ?? 0,
                 sqliteLibraryVersion: Connection.sqliteVersion)
         }
         try connection.close()
-        if connection.isImmutable, header?.writeVersion == 2 { info.journalMode = "wal" }
         info.fileSize = FileCheck.size(of: path) ?? 0
         info.walSize = walSize
         return info

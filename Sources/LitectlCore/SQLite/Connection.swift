@@ -176,6 +176,16 @@ public final class Connection {
         sqlite3_busy_timeout(rawHandle, Int32(clamping: milliseconds))
     }
 
+    /// The journal mode of `schema` in lower case ("wal", "delete", ...). An
+    /// immutable open (only ever of a WAL database) reports "wal", the file's
+    /// own mode, where SQLite would say "delete".
+    public func journalMode(of schema: String = "main") throws -> String {
+        if isImmutable && schema == "main" { return "wal" }
+        let value = try scalar("PRAGMA \(quoteIdentifier(schema)).journal_mode")
+        guard case .text(let bytes)? = value else { return "" }
+        return String(decoding: bytes.map(asciiLower), as: UTF8.self)
+    }
+
     /// True when no write can happen through this connection's main database.
     public var isReadOnly: Bool { sqlite3_db_readonly(rawHandle, "main") == 1 }
 

@@ -24,6 +24,13 @@ public func sameSQLName(_ a: String, _ b: String) -> Bool {
     return zip(x, y).allSatisfy { asciiLower($0) == asciiLower($1) }
 }
 
+/// A name's identity for SQLite, as bytes: ASCII letters folded, nothing else.
+/// Use it as a dictionary or set key (a Swift String key would merge NFC and
+/// NFD spellings, and `lowercased()` folds letters SQLite keeps apart).
+public func sqlNameKey(_ name: String) -> [UInt8] {
+    name.utf8.map(asciiLower)
+}
+
 /// True when `name` starts with `prefix`, folding ASCII letters only.
 public func sqlNameHasPrefix(_ name: String, _ prefix: String) -> Bool {
     let x = Array(name.utf8), y = Array(prefix.utf8)
