@@ -19,6 +19,6 @@ struct Litectl: ParsableCommand {
             mode, and extension loading off.
             """,
         version: LitectlVersion.string,
-        subcommands: [Info.self, Demo.self]
+        subcommands: [Info.self, Backup.self, Verify.self, Restore.self, Demo.self]
     )
 }

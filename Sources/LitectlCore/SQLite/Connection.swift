@@ -34,7 +34,12 @@ public final class Connection {
     /// message. The first read of `sqlite_schema` happens here, so a file that
     /// is not a database, a corrupt header or a lock held past `busyTimeout`
     /// (milliseconds) fails now, with the path in the error.
-    public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout) throws {
+    ///
+    /// `immutable` (read-only only) adds the `immutable=1` URI parameter: no
+    /// locks and no `-wal`/`-shm` files, for a file nothing else can be writing
+    /// (a finished backup). See https://www.sqlite.org/uri.html#uriimmutable
+    public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout,
+                immutable: Bool = false) throws {
         self.path = path
         self.mode = mode
         if mode != .create {
@@ -50,7 +55,7 @@ public final class Connection {
         case .create:
             modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
-        let uri = Connection.fileURI(path) + "?mode=" + modeParameter
+        let uri = Connection.fileURI(path) + "?mode=" + modeParameter + (immutable && mode == .readOnly ? "&immutable=1" : "")
         try open(uri, flags: flags, busyTimeout: busyTimeout)
         try validateFormat()
     }
