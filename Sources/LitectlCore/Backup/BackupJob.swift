@@ -28,8 +28,6 @@ public struct BackupRequest: Sendable {
     public var copy = HotCopyOptions()
     /// Replace an existing destination file (a folder destination never replaces).
     public var replaceExisting = false
-    public var busyTimeout = Connection.defaultBusyTimeout
-
     public init(source: String, destination: String, destinationIsFolder: Bool) {
         self.source = source
         self.destination = destination
@@ -58,7 +56,7 @@ public enum BackupJob {
     /// Makes one backup. On any error nothing is left under the final name
     /// and the temporary files are gone; the source is only ever read.
     public static func run(_ request: BackupRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> BackupOutcome {
-        let source = try Connection(path: request.source, mode: .readOnly, busyTimeout: request.busyTimeout)
+        let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
         let sourcePath = resolvedPath(request.source)
         let permissions = try DurableFolder.permissions(of: request.source)
         let started = Clock.wall()

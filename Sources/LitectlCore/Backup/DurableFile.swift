@@ -74,6 +74,32 @@ public enum TemporaryFiles {
             action.sa_flags = 0
             sigaction(sig, &action, nil)
         }
+        // Past a file-size limit (ulimit -f) a write then fails with EFBIG and is
+        // reported like a full disk, instead of the process being killed.
+        signal(SIGXFSZ, SIG_IGN)
+    }
+
+    /// Removes temporary files that a litectl process left in `folder` when it
+    /// was killed with SIGKILL (`.<name>.tmp-<pid>-<n>` whose process is gone).
+    /// Returns the paths removed. Call it holding the folder's lock.
+    @discardableResult
+    public static func removeStale(in folder: String) -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        defer { closedir(dir) }
+        var removed: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { continue }
+            let parts = name[marker.upperBound...].split(separator: "-")
+            guard parts.count == 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
+                if unlink(path) == 0 { removed.append(path) }
+            }
+        }
+        return removed
     }
 }
 

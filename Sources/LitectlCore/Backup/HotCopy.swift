@@ -66,7 +66,10 @@ public enum HotCopy {
     public static func copy(from source: Connection, into destination: String, options: HotCopyOptions = HotCopyOptions(),
                             progress: (CopyProgress) -> Void = { _ in }) throws -> HotCopyResult {
         let deadline = Deadline(seconds: options.timeout)
-        source.setBusyTimeout(max(0, Int(options.timeout * 1000)))
+        // We poll for the source's locks ourselves, every millisecond: SQLite's
+        // busy handler backs off to 100 ms sleeps, which in rollback mode rarely
+        // land in the short gaps between a busy writer's transactions.
+        source.setBusyTimeout(0)
         // Read through mmap: the backup API then copies straight from the page cache of the OS.
         try source.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
         let journalMode = (try source.scalar("PRAGMA journal_mode")).flatMap { value -> String? in
@@ -152,7 +155,7 @@ public enum HotCopy {
                                         message: "database is locked by another process; gave up after \(options.timeout) s",
                                         path: source.path)
                 }
-                usleep(10_000)
+                usleep(1_000)
             default:
                 // The error is on the destination connection for write errors and
                 // on the source for read errors (corruption, I/O).
@@ -170,12 +173,20 @@ public enum HotCopy {
     }
 
     /// Runs `body`, retrying while it fails with BUSY or LOCKED, until `deadline`.
-    static func retryingBusy(_ deadline: Deadline, path: String, _ body: () throws -> Void) throws {
+    static func retryingBusy<T>(_ deadline: Deadline, path: String, _ body: () throws -> T) throws -> T {
         while true {
             do { return try body() } catch let error as DatabaseError
                 where (error.code.primary == .busy || error.code.primary == .locked) && !deadline.passed {
-                usleep(10_000)
+                usleep(1_000)
             }
+        }
+    }
+
+    /// Opens `path` read-only, retrying a lock held by another process every
+    /// millisecond until `timeout` seconds have passed.
+    public static func openSource(_ path: String, timeout: Double) throws -> Connection {
+        try retryingBusy(Deadline(seconds: timeout), path: path) {
+            try Connection(path: path, mode: .readOnly, busyTimeout: 0)
         }
     }
 }

@@ -65,7 +65,6 @@ public enum Restore {
                                      destinationIsFolder: false)
             keep.verify = .none  // the old content may be why we restore; keep it as it is
             keep.copy.timeout = request.timeout
-            keep.busyTimeout = request.busyTimeout
             keptOld = try BackupJob.run(keep).backupPath
         }
         let target = try Connection(path: request.target, mode: .readWrite, busyTimeout: request.busyTimeout)

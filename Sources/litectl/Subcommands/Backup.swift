@@ -17,13 +17,15 @@ struct Backup: ParsableCommand {
             --timeout.
 
             DEST is a folder (each copy is named <source name>-<UTC timestamp>.db, or \
-            .db.gz) or, with one SRC, a file (an existing one is replaced only with \
+            .db.gz, the name without a .db, .sqlite, .sqlite3 or .db3 extension) or, with one SRC, a file (an existing one is replaced only with \
             --force). The copy is written to a hidden temporary file in the destination \
             folder with the source's permission bits (whatever the umask), checked \
             (--verify, quick_check by default), fsynced, renamed into place, and the folder \
             fsynced. On any error, SIGINT, SIGTERM or SIGHUP the temporary file is removed, \
-            nothing appears under the final name, and the exit status is 2. The source is \
-            only read.
+            nothing appears under the final name, and the exit status is 2 (after SIGKILL \
+            the hidden temporary file stays until the next backup into that folder removes \
+            it). The source is only read. A file-size limit or a full disk is reported \
+            as such, with nothing kept.
 
             Beside each backup, <backup file>.json is its manifest: format, backup, source, \
             started_at, finished_at, started_at_unix, duration_seconds, method, strategy, \
@@ -160,6 +162,7 @@ struct Backup: ParsableCommand {
             printError(describe(error)); throw ExitStatus.error
         }
         defer { lock.release() }
+        TemporaryFiles.removeStale(in: folder)
 
         var failed = false
         var metrics: [BackupMetric] = []
@@ -169,7 +172,6 @@ struct Backup: ParsableCommand {
             request.verify = verify.level
             request.copy.vacuum = vacuum
             request.copy.timeout = timeout
-            request.busyTimeout = Int(min(timeout, 3600) * 1000)
             request.replaceExisting = force
             let bar = ProgressBar(label: DurableFolder.baseName(of: source))
             let started = Date().timeIntervalSince1970
