@@ -152,7 +152,8 @@ public enum BackupJob {
                 result = "ok"
             } else {
                 passed = false
-                result = lines.prefix(3).joined(separator: "; ") + (lines.count > 3 ? "; …" : "")
+                result = lines.prefix(3).joined(separator: "; ").split(whereSeparator: \.isNewline).joined(separator: " ")
+                    + (lines.count > 3 ? "; …" : "")
             }
         }
         return CopyFacts(pageSize: try integer("PRAGMA page_size"), pageCount: try integer("PRAGMA page_count"),

@@ -12,7 +12,7 @@ import Darwin
 /// read: `slotCount` slots of `PATH_MAX` bytes, a slot in use when its first
 /// byte is not 0.
 public enum TemporaryFiles {
-    static let slotCount = 16
+    static let slotCount = 64
     static let slotSize = Int(PATH_MAX) + 1
     nonisolated(unsafe) static let slots: UnsafeMutablePointer<CChar> = {
         let p = UnsafeMutablePointer<CChar>.allocate(capacity: slotCount * slotSize)
@@ -93,7 +93,7 @@ public enum TemporaryFiles {
             }
             guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { continue }
             let parts = name[marker.upperBound...].split(separator: "-")
-            guard parts.count == 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
+            guard parts.count >= 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH {
                 let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
                 if unlink(path) == 0 { removed.append(path) }
@@ -109,6 +109,10 @@ public final class TemporaryFile {
     public let path: String
     public private(set) var descriptor: Int32
     private var slot: Int?
+    /// SQLite may make `-journal` and `-wal` files beside a database it writes
+    /// (VACUUM INTO does): they are removed with the file.
+    private var companionSlots: [Int?] = []
+    static let companions = ["-journal", "-wal", "-shm"]
     private var committed = false
 
     /// Creates `folder/.<stem>.tmp-<pid>-<random>` with `O_CREAT|O_EXCL` and
@@ -125,6 +129,7 @@ public final class TemporaryFile {
                 path = candidate
                 descriptor = fd
                 self.slot = slot
+                companionSlots = TemporaryFile.companions.map { TemporaryFiles.register(candidate + $0) }
                 break
             }
             let err = errno
@@ -164,6 +169,11 @@ public final class TemporaryFile {
             throw DatabaseError(code: .ioerr, message: "cannot rename into place: \(String(cString: strerror(errno)))", path: finalPath)
         }
         committed = true
+        for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
+            unlink(path + suffix)
+            TemporaryFiles.unregister(companion)
+        }
+        companionSlots = []
         TemporaryFiles.unregister(slot); slot = nil
         close(descriptor); descriptor = -1
         try DurableFolder.sync(parentOf: finalPath)
@@ -175,6 +185,11 @@ public final class TemporaryFile {
             unlink(path)
             committed = true
         }
+        for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
+            unlink(path + suffix)
+            TemporaryFiles.unregister(companion)
+        }
+        companionSlots = []
         TemporaryFiles.unregister(slot); slot = nil
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
     }
