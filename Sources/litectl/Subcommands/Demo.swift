@@ -26,7 +26,8 @@ struct Demo: ParsableCommand {
         _ = FileManager.default.changeCurrentDirectoryPath(folder)
         defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
 
-        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"]] {
+        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"],
+                          ["backup", "-v", "shop.db", "."], ["backup", "--gzip-level", "1", "--verify", "full", "-v", "shop.db", "shop-copy.db.gz"]] {
             printOut("\n$ litectl " + arguments.joined(separator: " "))
             do {
                 var command = try Litectl.parseAsRoot(arguments)
