@@ -87,27 +87,26 @@ public enum BackupJob {
         defer { copyFile.discard() }
         let result = try HotCopy.copy(from: source, into: copyFile.path, options: request.copy, progress: progress)
         try? source.close()
-        try copyFile.sync()
-
-        let facts = try inspect(copyFile.path, verify: request.verify)
+        // fsync and hash (or gzip) on another core while this one runs the check:
+        // both read the copy, and the check dominates on large databases.
+        let gzFile = try request.gzipLevel.map { _ in
+            try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
+        }
+        defer { gzFile?.discard() }
+        let ((database, stored), facts) = try Concurrently.run({ () throws -> (StreamDigest, StreamDigest) in
+            try copyFile.sync()
+            if let gzFile, let level = request.gzipLevel {
+                return try FileStreams.gzip(copyFile.path, into: gzFile, level: level)
+            }
+            let digest = try FileStreams.digest(of: copyFile.path)
+            return (digest, digest)
+        }, { try inspect(copyFile.path, verify: request.verify) })
         if !facts.passed {
             throw DatabaseError(code: .corrupt,
                                 message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no backup kept: \(facts.checkResult)",
                                 path: request.source)
         }
-
-        let database: StreamDigest
-        let stored: StreamDigest
-        if let level = request.gzipLevel {
-            let gzFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
-            defer { gzFile.discard() }
-            (database, stored) = try FileStreams.gzip(copyFile.path, into: gzFile, level: level)
-            try gzFile.commit(as: finalPath, replace: request.replaceExisting)
-        } else {
-            database = try FileStreams.digest(of: copyFile.path)
-            stored = database
-            try copyFile.commit(as: finalPath, replace: request.replaceExisting)
-        }
+        try (gzFile ?? copyFile).commit(as: finalPath, replace: request.replaceExisting)
         let finished = Clock.wall()
 
         let manifest = BackupManifest(
@@ -185,5 +184,39 @@ public enum BackupJob {
         guard let resolved = realpath(path, nil) else { return DurableFolder.absolute(path) }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+}
+
+/// Two pieces of work at once: one on a new thread, one on the caller's.
+enum Concurrently {
+    private protocol Runnable: AnyObject { func runWork() }
+
+    private final class Box<T>: Runnable, @unchecked Sendable {
+        let work: () throws -> T
+        var result: Result<T, any Error>?
+        init(_ work: @escaping () throws -> T) { self.work = work }
+        func runWork() { result = Result { try work() } }
+    }
+
+    /// Runs `background` on another thread and `foreground` on this one, waits
+    /// for both, and returns both results; an error of the foreground is
+    /// thrown first, then one of the background.
+    static func run<A, B>(_ background: @escaping () throws -> A, _ foreground: () throws -> B) throws -> (A, B) {
+        let box = Box(background)
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(box as AnyObject).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let object = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
+            (object as! any Runnable).runWork()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<AnyObject>.fromOpaque(context).release()
+            box.runWork()
+        }
+        let front = Result { try foreground() }
+        if rc == 0 { pthread_join(thread, nil) }
+        let frontValue = try front.get()
+        return (try box.result!.get(), frontValue)
     }
 }
