@@ -48,18 +48,18 @@ while not os.path.exists(stop):
 open(report, "w").write(f"{n} commits, longest commit wait {worst:.2f} s")
 PY
 
-# under_writer MODE NAME CMD: runs CMD (limit 120 s) while the writer runs, prints the outcome.
+# under_writer MODE NAME CMD: runs CMD (limit 60 s) while the writer runs, prints the outcome.
 under_writer() {
   local mode=$1 name=$2 cmd=$3 start end rc
   rm -f "$T/stop" "$T/report"
   python3 "$T/writer.py" "$T/w.db" "$T/stop" "$T/report" & local wpid=$!
   sleep 1
   start=$(date +%s.%N)
-  set +e; timeout 120 bash -c "$cmd" >/dev/null 2>"$T/err"; rc=$?; set -e
+  set +e; timeout 60 bash -c "$cmd" >/dev/null 2>"$T/err"; rc=$?; set -e
   end=$(date +%s.%N)
   touch "$T/stop"; wait "$wpid"
   local verdict="finished in $(python3 -c "print(f'{$end - $start:.2f}')") s"
-  ((rc == 124)) && verdict="did NOT finish within 120 s (killed)"
+  ((rc == 124)) && verdict="did NOT finish within 60 s (killed)"
   ((rc != 0 && rc != 124)) && verdict="failed (exit $rc: $(head -c 200 "$T/err"))"
   echo "$mode writer | $name: $verdict | writer: $(cat "$T/report")"
   if [[ -f $T/out/l.db.json ]]; then
