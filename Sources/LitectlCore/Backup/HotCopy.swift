@@ -87,10 +87,21 @@ public enum HotCopy {
             return HotCopyResult(strategy: .vacuumInto, restarts: 0, journalMode: journalMode, writersBlockedSeconds: blocked)
         }
 
-        let target = try Connection(path: destination, mode: .readWrite, busyTimeout: 0)
-        try target.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-65536")
-        guard let backup = sqlite3_backup_init(target.rawHandle, "main", source.rawHandle, "main") else {
-            throw DatabaseError.fromConnection(target.rawHandle, code: sqlite3_errcode(target.rawHandle), path: destination)
+        // The destination: through the coalescing VFS, no journal, no syncs, one owner.
+        var targetHandle: OpaquePointer?
+        let vfs = CoalescingVFS.registered
+        let openCode = sqlite3_open_v2(Connection.fileURI(destination) + "?mode=rw", &targetHandle,
+                                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                                       vfs.isEmpty ? nil : vfs)
+        defer { sqlite3_close_v2(targetHandle) }
+        guard openCode == SQLITE_OK, let target = targetHandle else {
+            throw DatabaseError.fromConnection(targetHandle, code: openCode, path: destination)
+        }
+        let setup = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384"
+        let setupCode = sqlite3_exec(target, setup, nil, nil, nil)
+        if setupCode != SQLITE_OK { throw DatabaseError.fromConnection(target, code: setupCode, path: destination, sql: setup) }
+        guard let backup = sqlite3_backup_init(target, "main", source.rawHandle, "main") else {
+            throw DatabaseError.fromConnection(target, code: sqlite3_errcode(target), path: destination)
         }
         var finished = false
         defer { if !finished { sqlite3_backup_finish(backup) } }
@@ -129,11 +140,13 @@ public enum HotCopy {
                 finished = true
                 let finish = sqlite3_backup_finish(backup)
                 if finish != SQLITE_OK {
-                    throw DatabaseError.fromConnection(target.rawHandle, code: finish, path: destination)
+                    throw DatabaseError.fromConnection(target, code: finish, path: destination)
                 }
                 if inTransaction { try source.execute("COMMIT"); inTransaction = false }
                 let blocked = lockedSince.map { Clock.now() - $0 } ?? 0
-                try target.close()
+                let closeCode = sqlite3_close(target)
+                targetHandle = nil
+                if closeCode != SQLITE_OK { throw DatabaseError(code: ResultCode(rawValue: closeCode), message: "cannot close the copy", path: destination) }
                 return HotCopyResult(strategy: strategy, restarts: restarts, journalMode: journalMode,
                                      writersBlockedSeconds: blocked)
             case SQLITE_OK:
@@ -163,7 +176,7 @@ public enum HotCopy {
                 if sourceCode != SQLITE_OK && sourceCode & 0xFF == rc & 0xFF {
                     throw DatabaseError.fromConnection(source.rawHandle, code: rc, path: source.path)
                 }
-                var error = DatabaseError.fromConnection(target.rawHandle, code: rc, path: destination)
+                var error = DatabaseError.fromConnection(target, code: rc, path: destination)
                 if rc & 0xFF == SQLITE_FULL || rc & 0xFF == SQLITE_IOERR {
                     error.message = "cannot write the copy: \(error.message)"
                 }
