@@ -36,7 +36,12 @@ enum CoalescingVFS {
     }
 
     nonisolated(unsafe) static var base: UnsafeMutablePointer<sqlite3_vfs>?
-    nonisolated(unsafe) static var methods = sqlite3_io_methods()
+    /// The file methods, at a fixed address for the life of the process.
+    nonisolated(unsafe) static let methods: UnsafeMutablePointer<sqlite3_io_methods> = {
+        let p = UnsafeMutablePointer<sqlite3_io_methods>.allocate(capacity: 1)
+        p.initialize(to: sqlite3_io_methods())
+        return p
+    }()
 
     /// Registers the VFS once (not as the default); returns its name.
     static let registered: String = {
@@ -62,7 +67,7 @@ enum CoalescingVFS {
             let fd: Int32 = flags & SQLITE_OPEN_MAIN_DB != 0 && zName != nil ? open(zName!, O_WRONLY | O_CLOEXEC) : -1
             let state = State(descriptor: fd)
             (UnsafeMutableRawPointer(file) + 8).storeBytes(of: Unmanaged.passRetained(state).toOpaque(), as: UnsafeMutableRawPointer.self)
-            file.pointee.pMethods = withUnsafePointer(to: &CoalescingVFS.methods) { $0 }
+            file.pointee.pMethods = UnsafePointer(CoalescingVFS.methods)
             return SQLITE_OK
         }
         var m = sqlite3_io_methods()
@@ -136,7 +141,7 @@ enum CoalescingVFS {
             let inner = innerFile(file!)
             return inner.pointee.pMethods.pointee.xDeviceCharacteristics(inner)
         }
-        methods = m
+        methods.pointee = m
         guard sqlite3_vfs_register(vfs, 0) == SQLITE_OK else { return "" }
         return name
     }()
