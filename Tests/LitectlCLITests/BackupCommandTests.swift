@@ -411,6 +411,26 @@ import TestSupport
     }
 }
 
+extension BackupCommandTests {
+    @Test func restoreOverAFileThatIsNoLongerADatabase() throws {
+        let folder = try TemporaryFolder("backup-restore-garbage")
+        let db = folder.file("app.db")
+        try makeBank(db, journal: "delete", fillerRows: 200)
+        let backupPath = folder.file("backup.db")
+        #expect(try litectl("backup", db, backupPath).status == 0)
+        let target = folder.file("target.db")
+        let garbage = Data(String(repeating: "overwritten by a bad script\n", count: 300).utf8)
+        try garbage.write(to: URL(fileURLWithPath: target))
+        let result = try litectl("restore", "--force", backupPath, target)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try sqlite3(["-batch", target, ".dump"]) == (try sqlite3(["-batch", db, ".dump"])))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("target.db.before-restore-") }
+        #expect(kept.count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder.file(try #require(kept.first)))) == garbage)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".tmp-") }.isEmpty)
+    }
+}
+
 extension DateComponents {
     var values: [Int] { [year, month, day, yearForWeekOfYear, weekOfYear].compactMap { $0 } }
 }

@@ -122,6 +122,13 @@ public enum FileStreams {
                 StreamDigest(bytes: outBytes, sha256: outHasher.finalizeHex()))
     }
 
+    /// Copies the bytes of the file at `path` into `output`.
+    public static func copy(_ path: String, into output: TemporaryFile) throws {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        try readChunks(fd, path: path) { try output.write($0) }
+    }
+
     static func openForReading(_ path: String) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {

@@ -47,16 +47,36 @@ public enum Restore {
         let backup = try Connection(path: prepared.databasePath, mode: .readOnly, busyTimeout: 0, immutable: true)
         defer { try? backup.close() }
 
-        if !targetExists {
-            // A new file: copy into a temporary file beside it and rename (never a partial TARGET).
-            let permissions = try DurableFolder.permissions(of: request.backup)
+        // A TARGET that is not a database at all (a damaged header: often why one
+        // restores) cannot take the backup API; it is replaced by rename instead.
+        var targetIsDatabase = targetExists
+        if targetExists {
+            do { try Connection(path: request.target, mode: .readOnly, busyTimeout: request.busyTimeout).close() } catch let error as DatabaseError
+                where error.code.primary == .notadb {
+                targetIsDatabase = false
+            }
+        }
+
+        if !targetIsDatabase {
+            // Copy into a temporary file beside TARGET and rename (never a partial TARGET).
+            var keptOld: String?
+            if targetExists && request.keepOld {
+                let old = request.target + ".before-restore-" + Timestamp.compact(Clock.wall())
+                let file = try TemporaryFile(in: DurableFolder.parent(of: old), stem: DurableFolder.baseName(of: old),
+                                             permissions: try DurableFolder.permissions(of: request.target))
+                defer { file.discard() }
+                try FileStreams.copy(request.target, into: file)
+                try file.commit(as: old, replace: false)
+                keptOld = old
+            }
+            let permissions = try DurableFolder.permissions(of: targetExists ? request.target : request.backup)
             let file = try TemporaryFile(in: DurableFolder.parent(of: request.target),
                                          stem: DurableFolder.baseName(of: request.target), permissions: permissions)
             defer { file.discard() }
             var options = HotCopyOptions(); options.timeout = request.timeout
             _ = try HotCopy.copy(from: backup, into: file.path, options: options, progress: progress)
-            try file.commit(as: request.target, replace: false)
-            return RestoreOutcome(check: check, keptOld: nil, replacedExisting: false)
+            try file.commit(as: request.target, replace: targetExists)
+            return RestoreOutcome(check: check, keptOld: keptOld, replacedExisting: targetExists)
         }
 
         var keptOld: String?

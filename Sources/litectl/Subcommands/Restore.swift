@@ -19,7 +19,9 @@ struct Restore: ParsableCommand {
             processes that have TARGET open see the old content until the restore \
             commits and the new content after (a crash midway rolls back through TARGET's \
             journal; TARGET is never half-written). Other connections' locks are waited \
-            for up to --timeout. A WAL-mode TARGET must have the backup's page size.
+            for up to --timeout. A WAL-mode TARGET must have the backup's page size. A \
+            TARGET that is not a database at all (a destroyed header) is kept the same \
+            way and replaced by a rename instead.
 
             Silent on success (-v prints what was done). Exit status: 0 restored, 2 \
             anything else (nothing changed).
