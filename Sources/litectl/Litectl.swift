@@ -19,6 +19,7 @@ struct Litectl: ParsableCommand {
             mode, and extension loading off.
             """,
         version: LitectlVersion.string,
-        subcommands: [Info.self, Query.self, Tables.self, Check.self, Stats.self, Analyze.self, Demo.self]
+        subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,
+                      Check.self, Stats.self, Analyze.self, Demo.self]
     )
 }

@@ -37,7 +37,12 @@ public final class Connection {
     /// message. The first read of `sqlite_schema` happens here, so a file that
     /// is not a database, a corrupt header or a lock held past `busyTimeout`
     /// (milliseconds) fails now, with the path in the error.
-    public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout) throws {
+    ///
+    /// `immutable` (read-only only) adds the `immutable=1` URI parameter: no
+    /// locks and no `-wal`/`-shm` files, for a file nothing else can be writing
+    /// (a finished backup). See https://www.sqlite.org/uri.html#uriimmutable
+    public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout,
+                immutable: Bool = false) throws {
         self.path = path
         self.mode = mode
         if mode != .create {
@@ -53,7 +58,7 @@ public final class Connection {
         case .create:
             modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
-        let uri = Connection.fileURI(path) + "?mode=" + modeParameter
+        let uri = Connection.fileURI(path) + "?mode=" + modeParameter + (immutable && mode == .readOnly ? "&immutable=1" : "")
         do {
             try open(uri, flags: flags, busyTimeout: busyTimeout)
             try validateFormat()
@@ -177,7 +182,7 @@ public final class Connection {
     }
 
     /// The journal mode of `schema` in lower case ("wal", "delete", ...). An
-    /// immutable open (only ever of a WAL database) reports "wal", the file's
+    /// immutable fallback open (only ever of a WAL database) reports "wal", the file's
     /// own mode, where SQLite would say "delete".
     public func journalMode(of schema: String = "main") throws -> String {
         if isImmutable && schema == "main" { return "wal" }

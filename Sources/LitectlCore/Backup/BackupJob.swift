@@ -1,0 +1,224 @@
+// One backup of one source database, start to finish: hot copy into a
+// temporary file in the destination folder, fsync, verification, optional
+// gzip, SHA-256, rename into place, folder fsync, then the manifest.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How thoroughly a copy is checked before it gets its final name.
+public enum VerifyLevel: String, Sendable, CaseIterable {
+    /// `PRAGMA quick_check`: b-tree structure and record format, O(N).
+    case quick
+    /// `PRAGMA integrity_check`: also indexes against tables, UNIQUE and NOT NULL.
+    case full
+    /// No check (a corrupt source then yields a corrupt backup).
+    case none
+}
+
+public struct BackupRequest: Sendable {
+    public var source: String
+    /// A folder (the backup is named `<source stem>-<UTC timestamp>.db[.gz]`) or a file.
+    public var destination: String
+    public var destinationIsFolder: Bool
+    /// gzip level 1-9, or nil for an uncompressed copy.
+    public var gzipLevel: Int?
+    public var verify: VerifyLevel = .quick
+    public var copy = HotCopyOptions()
+    /// Replace an existing destination file (a folder destination never replaces).
+    public var replaceExisting = false
+    public init(source: String, destination: String, destinationIsFolder: Bool) {
+        self.source = source
+        self.destination = destination
+        self.destinationIsFolder = destinationIsFolder
+    }
+}
+
+public struct BackupOutcome: Sendable {
+    public var backupPath: String
+    public var manifestPath: String
+    public var manifest: BackupManifest
+}
+
+/// What is known about a finished copy, read from the copy itself.
+public struct CopyFacts: Sendable {
+    public var pageSize: Int64
+    public var pageCount: Int64
+    public var userVersion: Int64
+    public var schemaHash: String
+    /// "ok", "skipped", or the first lines the check reported.
+    public var checkResult: String
+    public var passed: Bool
+}
+
+public enum BackupJob {
+    /// Makes one backup. On any error nothing is left under the final name
+    /// and the temporary files are gone; the source is only ever read.
+    public static func run(_ request: BackupRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> BackupOutcome {
+        let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
+        let sourcePath = resolvedPath(request.source)
+        let permissions = try DurableFolder.permissions(of: request.source)
+        let started = Clock.wall()
+        let folder: String
+        var finalPath: String
+        if request.destinationIsFolder {
+            folder = request.destination
+            let stem = backupStem(of: request.source)
+            let ext = request.gzipLevel == nil ? ".db" : ".db.gz"
+            let base = (folder.hasSuffix("/") ? folder : folder + "/") + stem + "-" + Timestamp.compact(started)
+            finalPath = base + ext
+            var n = 2
+            while DurableFolder.exists(finalPath) || DurableFolder.exists(BackupManifest.path(forBackup: finalPath)) {
+                finalPath = base + "-\(n)" + ext; n += 1
+            }
+        } else {
+            folder = DurableFolder.parent(of: request.destination)
+            finalPath = request.destination
+            if DurableFolder.exists(finalPath) && !request.replaceExisting {
+                throw DatabaseError(code: .cantopen, message: "already exists (use --force to replace it)", path: finalPath)
+            }
+        }
+        if resolvedPath(finalPath) == sourcePath {
+            throw DatabaseError(code: .misuse, message: "the destination is the source itself", path: finalPath)
+        }
+
+        let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
+        defer { copyFile.discard() }
+        let result = try HotCopy.copy(from: source, into: copyFile.path, options: request.copy, progress: progress)
+        try? source.close()
+        // Hash (or gzip) on another core while this one fsyncs and runs the
+        // check: they only read the copy, and each takes about as long.
+        let gzFile = try request.gzipLevel.map { _ in
+            try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
+        }
+        defer { gzFile?.discard() }
+        let ((database, stored), facts) = try Concurrently.run({ () throws -> (StreamDigest, StreamDigest) in
+            if let gzFile, let level = request.gzipLevel {
+                return try FileStreams.gzip(copyFile.path, into: gzFile, level: level)
+            }
+            let digest = try FileStreams.digest(of: copyFile.path)
+            return (digest, digest)
+        }, { () throws -> CopyFacts in
+            try copyFile.sync()
+            return try inspect(copyFile.path, verify: request.verify)
+        })
+        if !facts.passed {
+            throw DatabaseError(code: .corrupt,
+                                message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no backup kept: \(facts.checkResult)",
+                                path: request.source)
+        }
+        try (gzFile ?? copyFile).commit(as: finalPath, replace: request.replaceExisting)
+        let finished = Clock.wall()
+
+        let manifest = BackupManifest(
+            backup: DurableFolder.baseName(of: finalPath), source: sourcePath,
+            startedAt: started, finishedAt: finished,
+            method: request.copy.vacuum ? "vacuum-into" : "backup-api", strategy: result.strategy.rawValue,
+            restarts: result.restarts, writersBlockedSeconds: result.writersBlockedSeconds,
+            journalMode: result.journalMode, pageSize: facts.pageSize, pageCount: facts.pageCount,
+            bytes: database.bytes, compressedBytes: request.gzipLevel == nil ? nil : stored.bytes,
+            gzipLevel: request.gzipLevel, sha256: stored.sha256, databaseSHA256: database.sha256,
+            userVersion: facts.userVersion, schemaHash: facts.schemaHash, sqliteVersion: Connection.sqliteVersion,
+            verification: .init(mode: request.verify.rawValue, result: facts.checkResult))
+        let manifestPath = BackupManifest.path(forBackup: finalPath)
+        try writeAtomically(Array((manifest.json.pretty + "\n").utf8), to: manifestPath, permissions: permissions)
+        return BackupOutcome(backupPath: finalPath, manifestPath: manifestPath, manifest: manifest)
+    }
+
+    /// Reads the facts of a database copy and runs the check `verify` asks for.
+    /// Opened read-only and `immutable=1`: no locks, no `-wal`/`-shm` files.
+    public static func inspect(_ path: String, verify: VerifyLevel) throws -> CopyFacts {
+        let connection = try Connection(path: path, mode: .readOnly, immutable: true)
+        defer { try? connection.close() }
+        func integer(_ sql: String) throws -> Int64 {
+            if case .integer(let n)? = try connection.scalar(sql) { return n }
+            return 0
+        }
+        var hasher = SHA256Hasher()
+        let statement = try connection.prepare(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type COLLATE BINARY, name COLLATE BINARY")
+        try statement.forEachRow { row in
+            for i in 0..<4 {
+                if row.isNull(at: i) { hasher.update([1]) } else { hasher.update(row.bytes(at: i)) }
+                hasher.update([0])
+            }
+        }
+        var result = "skipped", passed = true
+        if verify != .none {
+            let check = try connection.prepare(verify == .full ? "PRAGMA integrity_check(20)" : "PRAGMA quick_check(20)")
+            var lines: [String] = []
+            try check.forEachRow { row in lines.append(row.string(at: 0)) }
+            if lines == ["ok"] {
+                result = "ok"
+            } else {
+                passed = false
+                result = lines.prefix(3).joined(separator: "; ").split(whereSeparator: \.isNewline).joined(separator: " ")
+                    + (lines.count > 3 ? "; …" : "")
+            }
+        }
+        return CopyFacts(pageSize: try integer("PRAGMA page_size"), pageCount: try integer("PRAGMA page_count"),
+                         userVersion: try integer("PRAGMA user_version"), schemaHash: hasher.finalizeHex(),
+                         checkResult: result, passed: passed)
+    }
+
+    /// Writes `bytes` to `path` through a temporary file, fsync and rename.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t) throws {
+        let file = try TemporaryFile(in: DurableFolder.parent(of: path), stem: DurableFolder.baseName(of: path),
+                                     permissions: permissions)
+        defer { file.discard() }
+        try bytes.withUnsafeBytes { try file.write($0) }
+        try file.commit(as: path, replace: true)
+    }
+
+    /// The source's file name without a `.db`, `.sqlite`, `.sqlite3` or `.db3` extension.
+    public static func backupStem(of source: String) -> String {
+        var name = DurableFolder.baseName(of: source)
+        for ext in [".sqlite3", ".sqlite", ".db3", ".db"] where name.count > ext.count && name.hasSuffix(ext) {
+            name.removeLast(ext.count)
+            break
+        }
+        return name
+    }
+
+    /// The absolute path with links resolved (as given when that fails).
+    public static func resolvedPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return DurableFolder.absolute(path) }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}
+
+/// Two pieces of work at once: one on a new thread, one on the caller's.
+enum Concurrently {
+    private protocol Runnable: AnyObject { func runWork() }
+
+    private final class Box<T>: Runnable, @unchecked Sendable {
+        let work: () throws -> T
+        var result: Result<T, any Error>?
+        init(_ work: @escaping () throws -> T) { self.work = work }
+        func runWork() { result = Result { try work() } }
+    }
+
+    /// Runs `background` on another thread and `foreground` on this one, waits
+    /// for both, and returns both results; an error of the foreground is
+    /// thrown first, then one of the background.
+    static func run<A, B>(_ background: @escaping () throws -> A, _ foreground: () throws -> B) throws -> (A, B) {
+        let box = Box(background)
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(box as AnyObject).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let object = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
+            (object as! any Runnable).runWork()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<AnyObject>.fromOpaque(context).release()
+            box.runWork()
+        }
+        let front = Result { try foreground() }
+        if rc == 0 { pthread_join(thread, nil) }
+        let frontValue = try front.get()
+        return (try box.result!.get(), frontValue)
+    }
+}

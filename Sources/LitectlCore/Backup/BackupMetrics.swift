@@ -1,0 +1,93 @@
+// A Prometheus textfile for node_exporter's textfile collector: per source,
+// the last success time, duration, bytes and verification result of the
+// latest run. Written atomically; the last success time of a source that
+// failed this run is carried over from the previous file.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+public struct BackupMetric: Sendable {
+    public var source: String
+    public var success: Bool
+    /// Wall-clock seconds since 1970 when the backup finished (success only).
+    public var finishedAt: Double?
+    public var durationSeconds: Double
+    public var bytes: Int64
+    /// 1 verified ok, 0 failed, -1 not verified.
+    public var verified: Int
+
+    public init(source: String, success: Bool, finishedAt: Double?, durationSeconds: Double, bytes: Int64, verified: Int) {
+        self.source = source; self.success = success; self.finishedAt = finishedAt
+        self.durationSeconds = durationSeconds; self.bytes = bytes; self.verified = verified
+    }
+}
+
+public enum BackupMetrics {
+    static let lastSuccess = "litectl_backup_last_success_timestamp_seconds"
+
+    /// The textfile for `metrics` (previous last-success times from `previous`).
+    public static func text(_ metrics: [BackupMetric], previous: String?) -> String {
+        var carried: [String: String] = [:]
+        for line in (previous ?? "").split(separator: "\n") where line.hasPrefix(lastSuccess + "{") {
+            if let space = line.lastIndex(of: " ") {
+                carried[String(line[..<space])] = String(line[line.index(after: space)...])
+            }
+        }
+        var out = ""
+        func family(_ name: String, _ help: String, _ value: (BackupMetric) -> String?) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+            for metric in metrics {
+                let series = "\(name){source=\"\(escape(metric.source))\"}"
+                if let v = value(metric) { out += "\(series) \(v)\n" } else if let old = carried[series] { out += "\(series) \(old)\n" }
+            }
+        }
+        family(lastSuccess, "Time the last successful backup of the source finished (seconds since 1970).") {
+            $0.success ? format($0.finishedAt ?? 0) : nil
+        }
+        family("litectl_backup_success", "1 when the latest backup of the source succeeded, else 0.") { $0.success ? "1" : "0" }
+        family("litectl_backup_duration_seconds", "Duration of the latest backup run of the source.") { format($0.durationSeconds) }
+        family("litectl_backup_bytes", "Size of the latest backup file of the source (as stored).") { String($0.bytes) }
+        family("litectl_backup_verified", "1 when the latest backup passed verification, 0 when it failed, -1 when not verified.") {
+            String($0.verified)
+        }
+        return out
+    }
+
+    /// Writes the textfile at `path` atomically (mode 0644: node_exporter reads it).
+    public static func write(_ metrics: [BackupMetric], to path: String) throws {
+        var previous: String?
+        if let bytes = try? FileStreams.readAll(path) { previous = String(decoding: bytes, as: UTF8.self) }
+        try BackupJob.writeAtomically(Array(text(metrics, previous: previous).utf8), to: path, permissions: 0o644)
+    }
+
+    static func escape(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    static func format(_ d: Double) -> String {
+        let ms = (d * 1000).rounded() / 1000
+        return ms == ms.rounded() ? String(Int64(ms)) : String(ms)
+    }
+}
+
+extension FileStreams {
+    /// The whole file (for small files: manifests, metrics).
+    static func readAll(_ path: String) throws -> [UInt8] {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        var out: [UInt8] = []
+        try readChunks(fd, path: path) { out.append(contentsOf: $0) }
+        return out
+    }
+}

@@ -1,0 +1,272 @@
+// Files that appear under their final name only when complete: created
+// exclusively with the caller's permission bits, fsynced, renamed, and their
+// folder fsynced; every temporary path is registered so that a SIGINT or
+// SIGTERM handler can unlink it with async-signal-safe calls only.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The temporary files in flight, in fixed memory that a signal handler may
+/// read: `slotCount` slots of `PATH_MAX` bytes, a slot in use when its first
+/// byte is not 0.
+public enum TemporaryFiles {
+    static let slotCount = 64
+    static let slotSize = Int(PATH_MAX) + 1
+    nonisolated(unsafe) static let slots: UnsafeMutablePointer<CChar> = {
+        let p = UnsafeMutablePointer<CChar>.allocate(capacity: slotCount * slotSize)
+        p.initialize(repeating: 0, count: slotCount * slotSize)
+        return p
+    }()
+    nonisolated(unsafe) static var lock = pthread_mutex_t()
+    nonisolated(unsafe) static var lockReady = false
+
+    /// Registers `path` for removal on SIGINT/SIGTERM; returns its slot.
+    static func register(_ path: String) -> Int? {
+        let bytes = Array(path.utf8)
+        guard bytes.count < slotSize else { return nil }
+        return withLock { () -> Int? in
+            for i in 0..<slotCount where slots[i * slotSize] == 0 {
+                let base = slots + i * slotSize
+                for (k, b) in bytes.enumerated().dropFirst() { base[k] = CChar(bitPattern: b) }
+                base[bytes.count] = 0
+                base[0] = CChar(bitPattern: bytes[0])  // last: the slot becomes visible complete
+                return i
+            }
+            return nil
+        }
+    }
+
+    static func unregister(_ slot: Int?) {
+        guard let slot else { return }
+        withLock { slots[slot * slotSize] = 0 }
+    }
+
+    private static func withLock<T>(_ body: () -> T) -> T {
+        if !lockReady { pthread_mutex_init(&lock, nil); lockReady = true }
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        return body()
+    }
+
+    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink every
+    /// registered temporary file and exit with status 2 (litectl's "error"
+    /// status, which cron scripts test for). Only `unlink` and `_exit` run in
+    /// the handler: both are async-signal-safe.
+    public static func installSignalCleanup() {
+        _ = slots
+        let handler: @convention(c) (Int32) -> Void = { _ in
+            for i in 0..<TemporaryFiles.slotCount {
+                let base = TemporaryFiles.slots + i * TemporaryFiles.slotSize
+                if base[0] != 0 { unlink(base) }
+            }
+            _exit(2)
+        }
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = handler
+            #else
+            action.__sigaction_u.__sa_handler = handler
+            #endif
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = 0
+            sigaction(sig, &action, nil)
+        }
+        // Past a file-size limit (ulimit -f) a write then fails with EFBIG and is
+        // reported like a full disk, instead of the process being killed.
+        signal(SIGXFSZ, SIG_IGN)
+    }
+
+    /// Removes temporary files that a litectl process left in `folder` when it
+    /// was killed with SIGKILL (`.<name>.tmp-<pid>-<n>` whose process is gone).
+    /// Returns the paths removed. Call it holding the folder's lock.
+    @discardableResult
+    public static func removeStale(in folder: String) -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        defer { closedir(dir) }
+        var removed: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { continue }
+            let parts = name[marker.upperBound...].split(separator: "-")
+            guard parts.count >= 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
+                if unlink(path) == 0 { removed.append(path) }
+            }
+        }
+        return removed
+    }
+}
+
+/// A temporary file in a destination folder, created exclusively with given
+/// permission bits, removed on error or signal, renamed into place when done.
+public final class TemporaryFile {
+    public let path: String
+    public private(set) var descriptor: Int32
+    private var slot: Int?
+    /// SQLite may make `-journal` and `-wal` files beside a database it writes
+    /// (VACUUM INTO does): they are removed with the file.
+    private var companionSlots: [Int?] = []
+    static let companions = ["-journal", "-wal", "-shm"]
+    private var committed = false
+
+    /// Creates `folder/.<stem>.tmp-<pid>-<random>` with `O_CREAT|O_EXCL` and
+    /// mode `permissions`, then `fchmod`s it to exactly `permissions` (the umask
+    /// can only narrow, never widen; the fchmod makes it exact).
+    public init(in folder: String, stem: String, permissions: mode_t) throws {
+        var attempt = 0
+        while true {
+            let name = ".\(stem).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let candidate = (folder.hasSuffix("/") ? folder : folder + "/") + name
+            let slot = TemporaryFiles.register(candidate)
+            let fd = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
+            if fd >= 0 {
+                path = candidate
+                descriptor = fd
+                self.slot = slot
+                companionSlots = TemporaryFile.companions.map { TemporaryFiles.register(candidate + $0) }
+                break
+            }
+            let err = errno
+            TemporaryFiles.unregister(slot)
+            attempt += 1
+            if err == EEXIST && attempt < 10 { continue }
+            throw DatabaseError(code: .cantopen, message: "cannot create a file in the folder: \(String(cString: strerror(err)))",
+                                path: folder)
+        }
+        if fchmod(descriptor, permissions) != 0 {
+            let err = errno
+            discard()
+            throw DatabaseError(code: .ioerr, message: "cannot set permissions: \(String(cString: strerror(err)))", path: path)
+        }
+    }
+
+    /// Flushes the file's data to disk.
+    public func sync() throws {
+        if fsync(descriptor) != 0 {
+            throw DatabaseError(code: .ioerr, message: "fsync failed: \(String(cString: strerror(errno)))", path: path)
+        }
+    }
+
+    /// fsyncs, renames to `finalPath` (same folder) and fsyncs the folder.
+    /// With `replace` false an existing `finalPath` is never overwritten.
+    public func commit(as finalPath: String, replace: Bool = false) throws {
+        try sync()
+        if !replace {
+            // link() fails with EEXIST instead of replacing; then drop the temporary name.
+            if link(path, finalPath) != 0 {
+                let err = errno
+                throw DatabaseError(code: .cantopen, message: err == EEXIST ? "already exists; not overwritten"
+                                    : "cannot create: \(String(cString: strerror(err)))", path: finalPath)
+            }
+            unlink(path)
+        } else if rename(path, finalPath) != 0 {
+            throw DatabaseError(code: .ioerr, message: "cannot rename into place: \(String(cString: strerror(errno)))", path: finalPath)
+        }
+        committed = true
+        for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
+            unlink(path + suffix)
+            TemporaryFiles.unregister(companion)
+        }
+        companionSlots = []
+        TemporaryFiles.unregister(slot); slot = nil
+        close(descriptor); descriptor = -1
+        try DurableFolder.sync(parentOf: finalPath)
+    }
+
+    /// Removes the temporary file (no-op after commit).
+    public func discard() {
+        if !committed {
+            unlink(path)
+            committed = true
+        }
+        for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
+            unlink(path + suffix)
+            TemporaryFiles.unregister(companion)
+        }
+        companionSlots = []
+        TemporaryFiles.unregister(slot); slot = nil
+        if descriptor >= 0 { close(descriptor); descriptor = -1 }
+    }
+
+    /// Writes all of `bytes` at the current offset.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                let err = errno
+                throw DatabaseError(code: err == ENOSPC || err == EFBIG || err == EDQUOT ? .full : .ioerr,
+                                    message: "write failed: \(String(cString: strerror(err)))", path: path)
+            }
+            offset += n
+        }
+    }
+
+    deinit { discard() }
+}
+
+public enum DurableFolder {
+    /// fsyncs the folder holding `path`, so a rename in it survives a crash.
+    public static func sync(parentOf path: String) throws {
+        let folder = parent(of: path)
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw DatabaseError(code: .ioerr, message: "cannot open folder to fsync: \(String(cString: strerror(errno)))", path: folder)
+        }
+        defer { close(fd) }
+        if fsync(fd) != 0 && errno != EINVAL {
+            throw DatabaseError(code: .ioerr, message: "folder fsync failed: \(String(cString: strerror(errno)))", path: folder)
+        }
+    }
+
+    /// The folder part of `path` ("." when there is none).
+    public static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// The last component of `path`.
+    public static func baseName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The permission bits of the file at `path`.
+    public static func permissions(of path: String) throws -> mode_t {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw DatabaseError(code: .cantopen, message: String(cString: strerror(errno)), path: path)
+        }
+        return info.st_mode & 0o777
+    }
+
+    /// True when `path` is an existing folder.
+    public static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// `path` made absolute against the working folder (not resolving links).
+    public static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let cwd = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var rel = Substring(path)
+        while rel.hasPrefix("./") { rel = rel.dropFirst(2) }
+        return (cwd == "/" ? "" : cwd) + "/" + rel
+    }
+}

@@ -1,0 +1,154 @@
+// Streaming passes over backup files in fixed-size chunks (memory does not grow
+// with the database): SHA-256 of a file, gzip compression through zlib with a
+// gzip header, and decompression, each hashing what it reads and writes.
+import CZlib
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bytes and SHA-256 of a stream.
+public struct StreamDigest: Sendable, Equatable {
+    public var bytes: Int64
+    public var sha256: String
+}
+
+public enum FileStreams {
+    static let chunkSize = 1 << 20
+
+    /// SHA-256 and size of the file at `path`.
+    public static func digest(of path: String) throws -> StreamDigest {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        var hasher = SHA256Hasher()
+        var total: Int64 = 0
+        try readChunks(fd, path: path) { chunk in
+            hasher.update(chunk)
+            total += Int64(chunk.count)
+        }
+        return StreamDigest(bytes: total, sha256: hasher.finalizeHex())
+    }
+
+    /// Compresses the file at `path` into `output` as gzip (`level` 1-9).
+    /// Returns the digests of the input and of the gzip bytes written.
+    public static func gzip(_ path: String, into output: TemporaryFile, level: Int) throws -> (input: StreamDigest, output: StreamDigest) {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        var stream = z_stream()
+        guard deflateInit2_(&stream, Int32(level), Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY,
+                            zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw DatabaseError(code: .nomem, message: "zlib: cannot start compression", path: output.path)
+        }
+        defer { deflateEnd(&stream) }
+        var inHasher = SHA256Hasher(), outHasher = SHA256Hasher()
+        var inBytes: Int64 = 0, outBytes: Int64 = 0
+        let outBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { outBuffer.deallocate() }
+
+        func pump(_ flush: Int32) throws {
+            repeat {
+                stream.next_out = outBuffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                stream.avail_out = UInt32(chunkSize)
+                let rc = deflate(&stream, flush)
+                guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else {
+                    throw DatabaseError(code: .error, message: "zlib: compression failed (\(rc))", path: output.path)
+                }
+                let produced = UnsafeRawBufferPointer(rebasing: outBuffer[0..<(chunkSize - Int(stream.avail_out))])
+                if produced.count > 0 {
+                    try output.write(produced)
+                    outHasher.update(produced)
+                    outBytes += Int64(produced.count)
+                }
+            } while stream.avail_out == 0
+        }
+        try readChunks(fd, path: path) { chunk in
+            inHasher.update(chunk)
+            inBytes += Int64(chunk.count)
+            stream.next_in = UnsafeMutablePointer(mutating: chunk.baseAddress!.assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = UInt32(chunk.count)
+            try pump(Z_NO_FLUSH)
+        }
+        stream.next_in = nil
+        stream.avail_in = 0
+        try pump(Z_FINISH)
+        return (StreamDigest(bytes: inBytes, sha256: inHasher.finalizeHex()),
+                StreamDigest(bytes: outBytes, sha256: outHasher.finalizeHex()))
+    }
+
+    /// Decompresses the gzip file at `path` into `output`. Returns the digests
+    /// of the gzip input and of the bytes written. A truncated or damaged
+    /// stream fails with `.corrupt`.
+    public static func gunzip(_ path: String, into output: TemporaryFile) throws -> (input: StreamDigest, output: StreamDigest) {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        var stream = z_stream()
+        guard inflateInit2_(&stream, 31, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw DatabaseError(code: .nomem, message: "zlib: cannot start decompression", path: path)
+        }
+        defer { inflateEnd(&stream) }
+        var inHasher = SHA256Hasher(), outHasher = SHA256Hasher()
+        var inBytes: Int64 = 0, outBytes: Int64 = 0
+        var ended = false
+        let outBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { outBuffer.deallocate() }
+        try readChunks(fd, path: path) { chunk in
+            inHasher.update(chunk)
+            inBytes += Int64(chunk.count)
+            if ended { return }  // trailing bytes after the stream are hashed, not inflated
+            stream.next_in = UnsafeMutablePointer(mutating: chunk.baseAddress!.assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = UInt32(chunk.count)
+            while stream.avail_in > 0 && !ended {
+                stream.next_out = outBuffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                stream.avail_out = UInt32(chunkSize)
+                let rc = inflate(&stream, Z_NO_FLUSH)
+                guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else {
+                    throw DatabaseError(code: .corrupt, message: "not a valid gzip file (zlib error \(rc))", path: path)
+                }
+                let produced = UnsafeRawBufferPointer(rebasing: outBuffer[0..<(chunkSize - Int(stream.avail_out))])
+                if produced.count > 0 {
+                    try output.write(produced)
+                    outHasher.update(produced)
+                    outBytes += Int64(produced.count)
+                }
+                if rc == Z_STREAM_END { ended = true }
+                if rc == Z_BUF_ERROR && produced.isEmpty { break }
+            }
+        }
+        guard ended else {
+            throw DatabaseError(code: .corrupt, message: "truncated gzip file", path: path)
+        }
+        return (StreamDigest(bytes: inBytes, sha256: inHasher.finalizeHex()),
+                StreamDigest(bytes: outBytes, sha256: outHasher.finalizeHex()))
+    }
+
+    /// Copies the bytes of the file at `path` into `output`.
+    public static func copy(_ path: String, into output: TemporaryFile) throws {
+        let fd = try openForReading(path)
+        defer { close(fd) }
+        try readChunks(fd, path: path) { try output.write($0) }
+    }
+
+    static func openForReading(_ path: String) throws -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let err = errno
+            throw DatabaseError(code: .cantopen, message: err == ENOENT ? "no such file" : String(cString: strerror(err)), path: path)
+        }
+        return fd
+    }
+
+    static func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress!, chunkSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DatabaseError(code: .ioerr, message: "read failed: \(String(cString: strerror(errno)))", path: path)
+            }
+            if n == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+    }
+}

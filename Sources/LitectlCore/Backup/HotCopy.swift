@@ -1,0 +1,227 @@
+// The hot copy: one committed state of a live database copied into a fresh
+// file through SQLite's online backup API (or VACUUM INTO), finishing under a
+// continuous writer in WAL and in rollback-journal mode.
+// See https://www.sqlite.org/backup.html and https://www.sqlite.org/c3ref/backup_finish.html
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How the copy was made.
+public enum CopyStrategy: String, Sendable {
+    /// WAL source: one read transaction held for the whole copy, so every page
+    /// comes from one snapshot and writers are never blocked.
+    case walSnapshot = "wal-snapshot"
+    /// Rollback source: copied in steps between which writers may commit;
+    /// it finished within the restart budget.
+    case steps = "steps"
+    /// Rollback source: the step budget ran out, so the copy was finished
+    /// holding the read lock (writers wait for the duration of the copy).
+    case lockedSnapshot = "locked-snapshot"
+    /// `VACUUM INTO`: a compacted copy, made in one read transaction.
+    case vacuumInto = "vacuum-into"
+}
+
+/// Pages copied so far and the source's page count.
+public struct CopyProgress: Sendable {
+    public var pagesCopied: Int
+    public var pageCount: Int
+}
+
+public struct HotCopyOptions: Sendable {
+    /// `VACUUM INTO` instead of the backup API.
+    public var vacuum = false
+    /// Deadline, in seconds, for BUSY/LOCKED retries on the source.
+    public var timeout: Double = 60
+    /// Restarts (foreign commits during a stepped copy of a rollback-mode
+    /// source) allowed before falling back to a locked snapshot.
+    public var restartBudget = 3
+    /// Pages per `sqlite3_backup_step` call (nil: about 1% of the database,
+    /// at least 256 and at most 16384 pages).
+    public var pagesPerStep: Int?
+
+    public init() {}
+}
+
+public struct HotCopyResult: Sendable {
+    public var strategy: CopyStrategy
+    /// Times the stepped copy started over because another process committed.
+    public var restarts: Int
+    /// The source's journal mode (wal, delete, truncate, persist, ...).
+    public var journalMode: String
+    /// How long, in seconds, writers to a rollback-mode source had to wait
+    /// because this copy held the read lock (0 in WAL mode).
+    public var writersBlockedSeconds: Double
+}
+
+public enum HotCopy {
+    /// Copies the database `source` (opened by the caller) into the existing,
+    /// empty file `destination` (a temporary file the caller owns).
+    ///
+    /// The destination connection runs with `journal_mode=OFF` and
+    /// `synchronous=OFF`: the file is thrown away on any failure, and the
+    /// caller fsyncs it before giving it its final name.
+    public static func copy(from source: Connection, into destination: String, options: HotCopyOptions = HotCopyOptions(),
+                            progress: (CopyProgress) -> Void = { _ in }) throws -> HotCopyResult {
+        let deadline = Deadline(seconds: options.timeout)
+        // We poll for the source's locks ourselves, every millisecond: SQLite's
+        // busy handler backs off to 100 ms sleeps, which in rollback mode rarely
+        // land in the short gaps between a busy writer's transactions.
+        source.setBusyTimeout(0)
+        // Read through mmap: the backup API then copies straight from the page cache of the OS.
+        try source.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
+        let journalMode = (try source.scalar("PRAGMA journal_mode")).flatMap { value -> String? in
+            if case .text(let bytes) = value { return String(decoding: bytes, as: UTF8.self) } else { return nil }
+        }?.lowercased() ?? "unknown"
+
+        if options.vacuum {
+            let started = Clock.now()
+            try retryingBusy(deadline, path: source.path) {
+                let statement = try source.prepare("VACUUM INTO ?")
+                try statement.bind(.text(Array(Connection.fileURI(destination).utf8)), at: 1)
+                _ = try statement.step()
+            }
+            let blocked = journalMode == "wal" ? 0 : Clock.now() - started
+            return HotCopyResult(strategy: .vacuumInto, restarts: 0, journalMode: journalMode, writersBlockedSeconds: blocked)
+        }
+
+        // The destination: through the coalescing VFS, no journal, no syncs, one owner.
+        var targetHandle: OpaquePointer?
+        let vfs = CoalescingVFS.registered
+        let openCode = sqlite3_open_v2(Connection.fileURI(destination) + "?mode=rw", &targetHandle,
+                                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                                       vfs.isEmpty ? nil : vfs)
+        defer { sqlite3_close_v2(targetHandle) }
+        guard openCode == SQLITE_OK, let target = targetHandle else {
+            throw DatabaseError.fromConnection(targetHandle, code: openCode, path: destination)
+        }
+        let setup = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384"
+        let setupCode = sqlite3_exec(target, setup, nil, nil, nil)
+        if setupCode != SQLITE_OK { throw DatabaseError.fromConnection(target, code: setupCode, path: destination, sql: setup) }
+        guard let backup = sqlite3_backup_init(target, "main", source.rawHandle, "main") else {
+            throw DatabaseError.fromConnection(target, code: sqlite3_errcode(target), path: destination)
+        }
+        var finished = false
+        defer { if !finished { sqlite3_backup_finish(backup) } }
+
+        var restarts = 0
+        var strategy: CopyStrategy = journalMode == "wal" ? .walSnapshot : .steps
+        var lockedSince: Double?
+        var inTransaction = false
+        defer { if inTransaction { try? source.execute("ROLLBACK") } }
+
+        func beginSnapshot() throws {
+            try retryingBusy(deadline, path: source.path) {
+                try source.execute("BEGIN DEFERRED")
+                do { _ = try source.scalar("SELECT count(*) FROM sqlite_schema") } catch {
+                    try? source.execute("ROLLBACK"); throw error
+                }
+            }
+            inTransaction = true
+        }
+        if strategy == .walSnapshot { try beginSnapshot() }
+
+        var stepPages = Int32(options.pagesPerStep ?? 256)
+        var previousCopied = 0
+        var sawFirstStep = false
+        while true {
+            let rc = sqlite3_backup_step(backup, stepPages)
+            let total = Int(sqlite3_backup_pagecount(backup))
+            let copied = total - Int(sqlite3_backup_remaining(backup))
+            if !sawFirstStep, options.pagesPerStep == nil {
+                stepPages = Int32(min(16384, max(256, total / 100)))
+                sawFirstStep = true
+            }
+            switch rc {
+            case SQLITE_DONE:
+                progress(CopyProgress(pagesCopied: total, pageCount: total))
+                finished = true
+                let finish = sqlite3_backup_finish(backup)
+                if finish != SQLITE_OK {
+                    throw DatabaseError.fromConnection(target, code: finish, path: destination)
+                }
+                if inTransaction { try source.execute("COMMIT"); inTransaction = false }
+                let blocked = lockedSince.map { Clock.now() - $0 } ?? 0
+                let closeCode = sqlite3_close(target)
+                targetHandle = nil
+                if closeCode != SQLITE_OK { throw DatabaseError(code: ResultCode(rawValue: closeCode), message: "cannot close the copy", path: destination) }
+                return HotCopyResult(strategy: strategy, restarts: restarts, journalMode: journalMode,
+                                     writersBlockedSeconds: blocked)
+            case SQLITE_OK:
+                if copied < previousCopied {
+                    // Another process committed: the backup started over.
+                    restarts += 1
+                    if strategy == .steps && restarts >= options.restartBudget {
+                        // Finish from one snapshot, holding the read lock: writers wait.
+                        try beginSnapshot()
+                        strategy = .lockedSnapshot
+                        lockedSince = Clock.now()
+                    }
+                }
+                previousCopied = copied
+                progress(CopyProgress(pagesCopied: copied, pageCount: total))
+            case _ where rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED:
+                if deadline.passed {
+                    throw DatabaseError(code: ResultCode(rawValue: rc),
+                                        message: "database is locked by another process; gave up after \(options.timeout) s",
+                                        path: source.path)
+                }
+                usleep(1_000)
+            default:
+                // The error is on the destination connection for write errors and
+                // on the source for read errors (corruption, I/O).
+                let sourceCode = sqlite3_errcode(source.rawHandle)
+                if sourceCode != SQLITE_OK && sourceCode & 0xFF == rc & 0xFF {
+                    throw DatabaseError.fromConnection(source.rawHandle, code: rc, path: source.path)
+                }
+                var error = DatabaseError.fromConnection(target, code: rc, path: destination)
+                if rc & 0xFF == SQLITE_FULL || rc & 0xFF == SQLITE_IOERR {
+                    error.message = "cannot write the copy: \(error.message)"
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body`, retrying while it fails with BUSY or LOCKED, until `deadline`.
+    static func retryingBusy<T>(_ deadline: Deadline, path: String, _ body: () throws -> T) throws -> T {
+        while true {
+            do { return try body() } catch let error as DatabaseError
+                where (error.code.primary == .busy || error.code.primary == .locked) && !deadline.passed {
+                usleep(1_000)
+            }
+        }
+    }
+
+    /// Opens `path` read-only, retrying a lock held by another process every
+    /// millisecond until `timeout` seconds have passed.
+    public static func openSource(_ path: String, timeout: Double) throws -> Connection {
+        try retryingBusy(Deadline(seconds: timeout), path: path) {
+            try Connection(path: path, mode: .readOnly, busyTimeout: 0)
+        }
+    }
+}
+
+/// Monotonic seconds.
+enum Clock {
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Seconds since 1970 (wall clock).
+    static func wall() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+struct Deadline {
+    let end: Double
+    init(seconds: Double) { end = Clock.now() + seconds }
+    var passed: Bool { Clock.now() >= end }
+}

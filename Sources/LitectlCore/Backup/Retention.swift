@@ -1,0 +1,108 @@
+// Retention of backups, grandfather-father-son like restic's `forget`: keep
+// the newest N, and the newest backup of each of the last H hours, D days, W
+// weeks and M months that have one. Only backups named by a litectl manifest
+// for the same source are ever considered.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+public struct RetentionPolicy: Sendable, Equatable {
+    public var last = 0, hourly = 0, daily = 0, weekly = 0, monthly = 0
+
+    public init(last: Int = 0, hourly: Int = 0, daily: Int = 0, weekly: Int = 0, monthly: Int = 0) {
+        self.last = last; self.hourly = hourly; self.daily = daily; self.weekly = weekly; self.monthly = monthly
+    }
+
+    /// No rule given: nothing is ever pruned.
+    public var isEmpty: Bool { last == 0 && hourly == 0 && daily == 0 && weekly == 0 && monthly == 0 }
+}
+
+/// A backup in a folder, known through its manifest.
+public struct CatalogEntry: Sendable {
+    public var backupPath: String
+    public var manifestPath: String
+    public var manifest: BackupManifest
+}
+
+public enum Retention {
+    /// The indices of `times` (seconds since 1970, UTC) that `policy` keeps.
+    /// Buckets are UTC hours, days, ISO weeks (Monday first) and months; an
+    /// empty policy keeps everything.
+    public static func kept(times: [Double], policy: RetentionPolicy) -> Set<Int> {
+        if policy.isEmpty { return Set(times.indices) }
+        let order = times.indices.sorted { times[$0] > times[$1] || (times[$0] == times[$1] && $0 > $1) }
+        var counters = [policy.last, policy.hourly, policy.daily, policy.weekly, policy.monthly]
+        var lastBucket = [Int64?](repeating: nil, count: 5)
+        var keep = Set<Int>()
+        for index in order {
+            let t = times[index]
+            let seconds = Int64(t.rounded(.down))
+            let days = floorDiv(seconds, 86_400)
+            let p = Timestamp.parts(t)
+            let buckets: [Int64] = [
+                Int64(index) &+ (Int64(1) << 40),  // every backup its own bucket
+                floorDiv(seconds, 3_600),
+                days,
+                floorDiv(days + 3, 7),  // 1970-01-01 was a Thursday: weeks start on Monday
+                Int64(p.year) * 12 + Int64(p.month),
+            ]
+            for rule in 0..<5 where counters[rule] > 0 && lastBucket[rule] != buckets[rule] {
+                keep.insert(index)
+                lastBucket[rule] = buckets[rule]
+                counters[rule] -= 1
+            }
+        }
+        return keep
+    }
+
+    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+
+    /// The backups in `folder` whose manifest names `source` (an absolute,
+    /// resolved path) and whose backup file exists, oldest first.
+    public static func catalog(folder: String, source: String) throws -> [CatalogEntry] {
+        guard let dir = opendir(folder) else {
+            throw DatabaseError(code: .cantopen, message: "cannot list the folder: \(String(cString: strerror(errno)))", path: folder)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name.hasSuffix(".json") && !name.hasPrefix(".") { names.append(name) }
+        }
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        var entries: [CatalogEntry] = []
+        for name in names.sorted() {
+            let manifestPath = prefix + name
+            guard let manifest = try? BackupManifest.read(manifestPath),
+                  Array(manifest.source.utf8) == Array(source.utf8),
+                  // The manifest names its backup beside it, by the name litectl gave it.
+                  !manifest.backup.contains("/"), BackupManifest.path(forBackup: manifest.backup) == name
+            else { continue }
+            let backupPath = prefix + manifest.backup
+            guard DurableFolder.exists(backupPath) else { continue }
+            entries.append(CatalogEntry(backupPath: backupPath, manifestPath: manifestPath, manifest: manifest))
+        }
+        return entries.sorted { $0.manifest.startedAt < $1.manifest.startedAt }
+    }
+
+    /// The entries of `catalog` that `policy` does not keep.
+    public static func toPrune(_ catalog: [CatalogEntry], policy: RetentionPolicy) -> [CatalogEntry] {
+        let keep = kept(times: catalog.map(\.manifest.startedAt), policy: policy)
+        return catalog.indices.filter { !keep.contains($0) }.map { catalog[$0] }
+    }
+
+    /// Removes each backup and then its manifest, and fsyncs the folder.
+    public static func prune(_ entries: [CatalogEntry]) throws {
+        for entry in entries {
+            if unlink(entry.backupPath) != 0 && errno != ENOENT {
+                throw DatabaseError(code: .ioerr, message: "cannot remove: \(String(cString: strerror(errno)))", path: entry.backupPath)
+            }
+            unlink(entry.manifestPath)
+        }
+        if let first = entries.first { try DurableFolder.sync(parentOf: first.backupPath) }
+    }
+}

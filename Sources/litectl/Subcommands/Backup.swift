@@ -1,0 +1,231 @@
+// `litectl backup SRC... DEST`: hot, verified, atomic backups made for cron.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy live databases into verified, atomically written backups.",
+        discussion: """
+            Each SRC is copied while other processes keep using it, through SQLite's online \
+            backup API, as one committed state of the database. In WAL mode the copy reads \
+            one snapshot and never blocks writers. In rollback-journal mode it copies in \
+            steps between which writers may commit; after 3 restarts caused by commits it \
+            finishes holding the read lock, so writers wait for at most the time the copy \
+            takes (about the time to read the file; the manifest records it as \
+            writers_blocked_seconds). A lock held by another process is retried until \
+            --timeout.
+
+            DEST is a folder (each copy is named <source name>-<UTC timestamp>.db, or \
+            .db.gz, the name without a .db, .sqlite, .sqlite3 or .db3 extension) or, with one SRC, a file (an existing one is replaced only with \
+            --force). The copy is written to a hidden temporary file in the destination \
+            folder with the source's permission bits (whatever the umask), checked \
+            (--verify, quick_check by default), fsynced, renamed into place, and the folder \
+            fsynced. On any error, SIGINT, SIGTERM or SIGHUP the temporary file is removed, \
+            nothing appears under the final name, and the exit status is 2 (after SIGKILL \
+            the hidden temporary file stays until the next backup into that folder removes \
+            it). The source is only read. A file-size limit or a full disk is reported \
+            as such, with nothing kept.
+
+            Beside each backup, <backup file>.json is its manifest: format, backup, source, \
+            started_at, finished_at, started_at_unix, duration_seconds, method, strategy, \
+            restarts, writers_blocked_seconds, journal_mode, page_size, page_count, bytes, \
+            compressed_bytes, gzip_level, sha256 (of the file as stored), database_sha256 \
+            (of the database bytes), user_version, schema_hash, sqlite_version, \
+            verification {mode, result}. `litectl verify` checks a backup against it.
+
+            Retention (--keep-*, folder DEST only) works like restic's forget: keep the \
+            newest N backups, and the newest backup of each of the last H hours, D days, W \
+            weeks (Monday first), M months (UTC) that have one; a backup kept by any rule \
+            stays. Only backups named by a litectl manifest for the same source (same \
+            resolved path) are ever removed, with their manifests, after a successful \
+            backup. --dry-run makes no backup and prints the backups that would be removed \
+            if one were made now.
+
+            Runs are silent on success. -v prints a summary line per source on stdout; \
+            --json prints one JSON object per source (JSON Lines: source, ok, error, \
+            backup, manifest (the manifest's fields or null), pruned). A lock per \
+            destination folder (.litectl-backup.lock, flock) makes an overlapping run wait \
+            up to --timeout, then fail. --metrics-file writes a Prometheus textfile (for \
+            node_exporter's textfile collector) atomically: \
+            litectl_backup_last_success_timestamp_seconds, litectl_backup_success, \
+            litectl_backup_duration_seconds, litectl_backup_bytes, litectl_backup_verified, \
+            labelled by source.
+
+            Several sources are each backed up independently; a failure is reported on \
+            stderr and the others still run. Exit status: 0 all backed up, 2 any failed. \
+            A progress bar is drawn on stderr only when it is a terminal.
+            """)
+
+    @Argument(help: ArgumentHelp("Source databases, then the destination folder or file.", valueName: "src... dest"))
+    var paths: [String]
+
+    @Flag(help: "Compress the backup with gzip into .db.gz (streamed, flat memory).")
+    var gzip = false
+
+    @Option(help: ArgumentHelp("gzip level, 1 (fastest) to 9 (smallest); implies --gzip.", valueName: "level"))
+    var gzipLevel: Int?
+
+    @Option(help: "Check the copy before it gets its final name: quick (quick_check), full (integrity_check) or none.")
+    var verify: VerifyChoice = .quick
+
+    @Flag(help: "Make a compacted copy with VACUUM INTO instead of the backup API.")
+    var vacuum = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for locks held by other processes (the source's, the destination folder's).",
+                               valueName: "seconds"))
+    var timeout: Double = 60
+
+    @Option(help: ArgumentHelp("Keep the newest N backups of each source.", valueName: "n")) var keepLast = 0
+    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N hours.", valueName: "n")) var keepHourly = 0
+    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N days.", valueName: "n")) var keepDaily = 0
+    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N weeks.", valueName: "n")) var keepWeekly = 0
+    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N months.", valueName: "n")) var keepMonthly = 0
+
+    @Flag(help: "Make no backup; list what the retention options would remove.")
+    var dryRun = false
+
+    @Flag(help: "Replace an existing destination file.")
+    var force = false
+
+    @Flag(name: .shortAndLong, help: "Print a summary line per source on stdout.")
+    var verbose = false
+
+    @Flag(help: "Print one JSON object per source on stdout.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Write a Prometheus textfile with the run's metrics here.", valueName: "path"))
+    var metricsFile: String?
+
+    enum VerifyChoice: String, ExpressibleByArgument, CaseIterable {
+        case quick, full, none
+        var level: VerifyLevel { VerifyLevel(rawValue: rawValue)! }
+    }
+
+    var policy: RetentionPolicy {
+        RetentionPolicy(last: keepLast, hourly: keepHourly, daily: keepDaily, weekly: keepWeekly, monthly: keepMonthly)
+    }
+
+    func validate() throws {
+        guard paths.count >= 2 else { throw ValidationError("Give at least one source and a destination.") }
+        if let gzipLevel, !(1...9).contains(gzipLevel) { throw ValidationError("--gzip-level must be 1 to 9.") }
+        for (name, n) in [("--keep-last", keepLast), ("--keep-hourly", keepHourly), ("--keep-daily", keepDaily),
+                          ("--keep-weekly", keepWeekly), ("--keep-monthly", keepMonthly)] where n < 0 {
+            throw ValidationError("\(name) must be 0 or more.")
+        }
+        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
+        if dryRun && policy.isEmpty { throw ValidationError("--dry-run lists what retention would remove: give a --keep-* option.") }
+    }
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        let sources = Array(paths.dropLast())
+        let destination = paths.last!
+        let destinationIsFolder = DurableFolder.isFolder(destination)
+        if !destinationIsFolder {
+            if destination.hasSuffix("/") {
+                printError("\(destination): no such folder"); throw ExitStatus.error
+            }
+            if sources.count > 1 {
+                printError("\(destination): not a folder (several sources need a destination folder)"); throw ExitStatus.error
+            }
+            if !policy.isEmpty {
+                printError("\(destination): the --keep-* options need a destination folder"); throw ExitStatus.error
+            }
+            if !DurableFolder.isFolder(DurableFolder.parent(of: destination)) {
+                printError("\(destination): no such folder: \(DurableFolder.parent(of: destination))"); throw ExitStatus.error
+            }
+        }
+        let folder = destinationIsFolder ? destination : DurableFolder.parent(of: destination)
+
+        if dryRun {
+            for source in sources {
+                let resolved = BackupJob.resolvedPath(source)
+                do {
+                    let catalog = try Retention.catalog(folder: folder, source: resolved)
+                    // As if a backup were made now: it is the newest and takes the newest buckets.
+                    var times = catalog.map(\.manifest.startedAt)
+                    times.append(Date().timeIntervalSince1970)
+                    let keep = Retention.kept(times: times, policy: policy)
+                    for (i, entry) in catalog.enumerated() where !keep.contains(i) {
+                        printOut("would remove \(entry.backupPath)")
+                    }
+                } catch {
+                    printError(describe(error)); throw ExitStatus.error
+                }
+            }
+            return
+        }
+
+        let lock: FolderLock
+        do { lock = try FolderLock(folder: folder, timeout: timeout) } catch {
+            printError(describe(error)); throw ExitStatus.error
+        }
+        defer { lock.release() }
+        TemporaryFiles.removeStale(in: folder)
+
+        var failed = false
+        var metrics: [BackupMetric] = []
+        for source in sources {
+            var request = BackupRequest(source: source, destination: destination, destinationIsFolder: destinationIsFolder)
+            if gzip || gzipLevel != nil { request.gzipLevel = gzipLevel ?? 6 }
+            request.verify = verify.level
+            request.copy.vacuum = vacuum
+            request.copy.timeout = timeout
+            request.replaceExisting = force
+            let bar = ProgressBar(label: DurableFolder.baseName(of: source))
+            let started = Date().timeIntervalSince1970
+            do {
+                let outcome = try BackupJob.run(request, progress: bar.update)
+                bar.clear()
+                var pruned: [String] = []
+                if destinationIsFolder && !policy.isEmpty {
+                    let catalog = try Retention.catalog(folder: folder, source: outcome.manifest.source)
+                    let doomed = Retention.toPrune(catalog, policy: policy).filter { $0.backupPath != outcome.backupPath }
+                    try Retention.prune(doomed)
+                    pruned = doomed.map(\.backupPath)
+                }
+                let m = outcome.manifest
+                metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,
+                                            durationSeconds: m.durationSeconds, bytes: m.compressedBytes ?? m.bytes,
+                                            verified: m.verification.result == "ok" ? 1 : -1))
+                if json {
+                    printOut(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
+                                          ("backup", .string(outcome.backupPath)), ("manifest", m.json),
+                                          ("pruned", .array(pruned.map { .string($0) }))]).compact)
+                } else if verbose {
+                    let size = m.compressedBytes.map { "\(human(m.bytes)), \(human($0)) compressed" } ?? human(m.bytes)
+                    let verdict = m.verification.mode == "none" ? "not verified"
+                        : "\(m.verification.mode == "full" ? "integrity_check" : "quick_check") \(m.verification.result)"
+                    printOut("\(source) -> \(outcome.backupPath) (\(size), \(String(format: "%.2f", m.durationSeconds)) s, \(verdict), \(m.strategy))")
+                    for path in pruned { printOut("pruned \(path)") }
+                }
+            } catch {
+                bar.clear()
+                failed = true
+                printError(describe(error))
+                metrics.append(BackupMetric(source: BackupJob.resolvedPath(source), success: false, finishedAt: nil,
+                                            durationSeconds: Date().timeIntervalSince1970 - started, bytes: 0,
+                                            verified: (error as? DatabaseError)?.code.primary == .corrupt ? 0 : -1))
+                if json {
+                    printOut(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(describe(error))),
+                                          ("backup", .null), ("manifest", .null), ("pruned", .array([]))]).compact)
+                }
+            }
+        }
+        if let metricsFile {
+            do { try BackupMetrics.write(metrics, to: metricsFile) } catch {
+                printError(describe(error)); failed = true
+            }
+        }
+        if failed { throw ExitStatus.error }
+    }
+}
+
+/// Bytes for people: 1.2 MB.
+func human(_ bytes: Int64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB"]
+    var value = Double(bytes), unit = 0
+    while value >= 1000 && unit < units.count - 1 { value /= 1000; unit += 1 }
+    return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+}

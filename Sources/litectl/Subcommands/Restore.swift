@@ -1,0 +1,78 @@
+// `litectl restore BACKUP TARGET`: verify a backup, then put it back.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Restore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify a backup, then restore it into a database file.",
+        discussion: """
+            The backup (.db or .db.gz) is verified first as litectl verify does \
+            (SHA-256 against its manifest when there is one, integrity_check, or \
+            quick_check with --quick); a bad backup restores nothing (exit 2).
+
+            A TARGET that does not exist is written to a temporary file beside it and \
+            renamed into place, with the backup's permission bits. An existing TARGET is \
+            refused unless --force; then its current content is first copied to \
+            TARGET.before-restore-<UTC timestamp> (unless --no-keep), and the backup is \
+            copied in through SQLite's backup API in one write transaction on TARGET: \
+            processes that have TARGET open see the old content until the restore \
+            commits and the new content after (a crash midway rolls back through TARGET's \
+            journal; TARGET is never half-written). Other connections' locks are waited \
+            for up to --timeout. A WAL-mode TARGET must have the backup's page size. A \
+            TARGET that is not a database at all (a destroyed header) is kept the same \
+            way and replaced by a rename instead.
+
+            Silent on success (-v prints what was done). Exit status: 0 restored, 2 \
+            anything else (nothing changed).
+            """)
+
+    @Argument(help: ArgumentHelp("The backup file.", valueName: "backup"))
+    var backup: String
+
+    @Argument(help: ArgumentHelp("The database to restore into.", valueName: "target"))
+    var target: String
+
+    @Flag(help: "Overwrite an existing TARGET.")
+    var force = false
+
+    @Flag(help: "With --force, do not keep TARGET's old content.")
+    var noKeep = false
+
+    @Flag(help: "quick_check instead of integrity_check when verifying the backup.")
+    var quick = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for locks held by other processes.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    @Flag(name: .shortAndLong, help: "Say what was done on stdout.")
+    var verbose = false
+
+    func validate() throws {
+        if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
+        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
+    }
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        var request = RestoreRequest(backup: backup, target: target)
+        request.force = force
+        request.keepOld = !noKeep
+        request.verify = quick ? .quick : .full
+        request.timeout = timeout
+        request.busyTimeout = Int(min(timeout, 3600) * 1000)
+        let bar = ProgressBar(label: DurableFolder.baseName(of: target))
+        do {
+            let outcome = try LitectlCore.Restore.run(request, progress: bar.update)
+            bar.clear()
+            if verbose {
+                if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
+                printOut("restored \(backup) into \(target)")
+            }
+        } catch {
+            bar.clear()
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+    }
+}
