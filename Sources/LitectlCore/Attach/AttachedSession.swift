@@ -85,6 +85,7 @@ public final class AttachedSession {
         }
         try FileCheck.requireDatabaseFile(path, writable: writable)
         let uri = Connection.fileURI(path) + "?mode=" + (writable ? "rw" : "ro")
+        connection.watchAttachedFile(path, readOnly: !writable)
         do {
             let statement = try connection.prepare("ATTACH ?1 AS \(quoteIdentifier(alias))")
             try statement.bind(.text(uri), at: 1)

@@ -26,6 +26,9 @@ public final class Connection {
     /// True when a read-only WAL database in a read-only folder was opened as
     /// immutable (see `init`); SQLite then reports its journal mode as "delete".
     public private(set) var isImmutable = false
+    /// Files this connection reads, for removing the -wal/-shm a read-only
+    /// open makes SQLite create (see WALLeftovers).
+    private var watches: [WALLeftovers.Watch] = []
 
     /// The default time to wait for another process's lock, in milliseconds.
     public static let defaultBusyTimeout = 5_000
@@ -59,6 +62,7 @@ public final class Connection {
             modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         let uri = Connection.fileURI(path) + "?mode=" + modeParameter + (immutable && mode == .readOnly ? "&immutable=1" : "")
+        if let watch = WALLeftovers.watch(path, readOnly: mode == .readOnly && !immutable) { watches.append(watch) }
         do {
             try open(uri, flags: flags, busyTimeout: busyTimeout)
             try validateFormat()
@@ -141,6 +145,24 @@ public final class Connection {
 
     deinit {
         if let handle { sqlite3_close_v2(handle) }
+        endWatches()
+    }
+
+    /// Watches a file this connection is about to ATTACH (read-only when
+    /// `readOnly`), so that its -wal/-shm leftovers go too when it closes.
+    public func watchAttachedFile(_ path: String, readOnly: Bool) {
+        if let watch = WALLeftovers.watch(path, readOnly: readOnly) { watches.append(watch) }
+    }
+
+    /// `removing` is false while SQLite may still hold the file (a close
+    /// deferred until statements finish): the process's own locks would not
+    /// stop the removal.
+    private func endWatches(removing: Bool = true) {
+        for var watch in watches {
+            if !removing { watch.removeLeftovers = false }
+            WALLeftovers.end(watch)
+        }
+        watches = []
     }
 
     /// Closes the connection. Fails (and closes nonetheless, once the
@@ -149,6 +171,7 @@ public final class Connection {
         guard let db = handle else { return }
         handle = nil
         let rc = sqlite3_close(db)
+        endWatches(removing: rc == SQLITE_OK)
         if rc != SQLITE_OK {
             var open: [String] = []
             var statement = sqlite3_next_stmt(db, nil)
