@@ -19,6 +19,6 @@ struct Litectl: ParsableCommand {
             mode, and extension loading off.
             """,
         version: LitectlVersion.string,
-        subcommands: [Info.self, Demo.self]
+        subcommands: [Info.self, Hash.self, Diff.self, Patch.self, Demo.self]
     )
 }
