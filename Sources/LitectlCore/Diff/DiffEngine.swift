@@ -141,7 +141,8 @@ public enum DiffEngine {
         let keySet = Set(keyIndexes)
         let compared = names.indices.filter { !keySet.contains($0) && !ignored.contains(lowered[$0]) }
         return TablePlan(name: reference.name, columns: names, keyIndexes: keyIndexes, comparedIndexes: compared, mode: mode,
-                         rowidColumn: rowidColumn, onlyInB: a == nil, onlyInA: b == nil, isVirtual: isVirtual)
+                         rowidColumn: rowidColumn, onlyInB: a == nil, onlyInA: b == nil, isVirtual: isVirtual,
+                         userKey: userKey != nil)
     }
 
     /// SELECT of the plan's columns from `table`, ordered by the key under
@@ -156,7 +157,7 @@ public enum DiffEngine {
             let column = i == 0 && plan.rowidColumn != nil ? plan.columns[0] : quoteIdentifier(plan.columns[i])
             if plan.rowidColumn != nil && i == 0 { order.append(column); continue }
             order.append(column + " COLLATE BINARY")
-            if plan.mode == .multiset { order.append("typeof(\(column))") }
+            if plan.mode == .multiset || plan.userKey { order.append("typeof(\(column))") }
         }
         if order.count > 2000 { order = plan.keyIndexes.prefix(2000).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
         return "SELECT \(list) FROM \(quoteIdentifier(plan.name))" + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
@@ -244,7 +245,7 @@ public enum DiffEngine {
         if !previous.isEmpty {
             var c = 0
             for (x, y) in zip(previous, key) { c = Value.compare(x, y); if c != 0 { break } }
-            let ok = plan.mode == .multiset ? c <= 0 : c < 0
+            let ok = plan.mode == .multiset || plan.userKey ? c <= 0 : c < 0
             if !ok {
                 throw DatabaseError(code: .error, message: "rows of table \(plan.name) do not come in exact key order (a UTF-16 database with text keys?); cannot compare it", path: path)
             }

@@ -47,6 +47,8 @@ public struct TablePlan: Sendable {
     public var onlyInA = false
     /// True for a virtual table.
     public var isVirtual = false
+    /// True when the key came from `--key` (it may repeat; rows are paired in order).
+    public var userKey = false
 }
 
 /// Counts of row changes in one table.

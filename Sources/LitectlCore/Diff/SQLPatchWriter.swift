@@ -9,6 +9,12 @@ public final class SQLPatchWriter: DiffConsumer {
     var comparison: SchemaComparison!
     var started = false
     var line: [UInt8] = []
+    /// Updates and inserts of the current table, written after its deletes so
+    /// that a re-keyed row, a key that changes only in case under NOCASE or
+    /// from 1 to 1.0, or a UNIQUE value moving to a new row never conflicts
+    /// with a row still to be deleted. A temporary file keeps memory flat.
+    var spool: UnsafeMutablePointer<FILE>?
+    var spooling = false
     /// Tables whose rows may have moved sqlite_sequence during the patch.
     var touchedAutoincrement = false
     var autoincrementTables: Set<String> = []
@@ -28,6 +34,20 @@ public final class SQLPatchWriter: DiffConsumer {
         sink.write(line)
         line.removeAll(keepingCapacity: true)
     }
+
+    func spoolLine() throws {
+        line.append(0x0A)
+        if spool == nil {
+            spool = tmpfile()
+            guard spool != nil else { throw DatabaseError(code: .ioerr, message: "cannot create a temporary file: \(String(cString: strerror(errno)))") }
+        }
+        let written = line.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, spool) }
+        guard written == line.count else { throw DatabaseError(code: .ioerr, message: "cannot write a temporary file") }
+        spooling = true
+        line.removeAll(keepingCapacity: true)
+    }
+
+    deinit { if let spool { fclose(spool) } }
 
     public func begin(_ diff: SchemaComparison) throws {
         comparison = diff
@@ -129,7 +149,7 @@ public final class SQLPatchWriter: DiffConsumer {
             appendCell(new, i)
         }
         line.append(contentsOf: ");".utf8)
-        flushLine()
+        try spoolLine()
     }
 
     public func deleted(_ plan: TablePlan, old: Row) throws {
@@ -154,10 +174,24 @@ public final class SQLPatchWriter: DiffConsumer {
         }
         appendWhere(plan, old)
         line.append(UInt8(ascii: ";"))
-        flushLine()
+        try spoolLine()
     }
 
-    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {}
+    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
+        guard spooling, let spool else { return }
+        spooling = false
+        fflush(spool)
+        rewind(spool)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, spool) }
+            if n == 0 { break }
+            sink.write(Array(buffer[0..<n]))
+        }
+        if ferror(spool) != 0 { throw DatabaseError(code: .ioerr, message: "cannot read a temporary file") }
+        rewind(spool)
+        _ = ftruncate(fileno(spool), 0)
+    }
 
     public func finish(_ summary: DiffSummary) throws {
         let c = comparison!
@@ -176,7 +210,9 @@ public final class SQLPatchWriter: DiffConsumer {
             if let rows = c.sequenceB {
                 emit("DELETE FROM sqlite_sequence;")
                 for row in rows {
-                    line.append(contentsOf: "INSERT INTO sqlite_sequence(name,seq) VALUES(".utf8)
+                    line.append(contentsOf: "INSERT INTO sqlite_sequence(rowid,name,seq) VALUES(".utf8)
+                    row[2].appendSQLLiteral(to: &line)
+                    line.append(UInt8(ascii: ","))
                     row[0].appendSQLLiteral(to: &line)
                     line.append(UInt8(ascii: ","))
                     row[1].appendSQLLiteral(to: &line)
@@ -194,6 +230,14 @@ public final class SQLPatchWriter: DiffConsumer {
     }
 
     func sequencesEqual(_ x: [[Value]]?, _ y: [[Value]]?) -> Bool {
-        (x ?? []) == (y ?? [])
+        // By content (name, seq): rowids alone do not make a difference.
+        func content(_ rows: [[Value]]?) -> [[Value]] { (rows ?? []).map { Array($0.prefix(2)) }.sorted { Value.compare($0[0], $1[0]) < 0 } }
+        return content(x) == content(y)
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

@@ -23,7 +23,7 @@ public struct SchemaComparison: Sendable {
     public var triggersB: [Trigger] = []
     public var userVersion: (a: Int64, b: Int64) = (0, 0)
     public var applicationID: (a: Int64, b: Int64) = (0, 0)
-    /// sqlite_sequence rows (name, seq) of each side, nil when the table is absent.
+    /// sqlite_sequence rows (name, seq, rowid) of each side, nil when the table is absent.
     public var sequenceA: [[Value]]?
     public var sequenceB: [[Value]]?
     /// The schema changes found (empty with --data-only).
@@ -141,7 +141,7 @@ public struct SchemaComparison: Sendable {
 
     static func sequence(_ connection: Connection, _ schema: Schema) throws -> [[Value]]? {
         guard schema.table(named: "sqlite_sequence") != nil else { return nil }
-        return try connection.rows("SELECT name, seq FROM sqlite_sequence ORDER BY name, seq")
+        return try connection.rows("SELECT name, seq, rowid FROM sqlite_sequence ORDER BY rowid")
     }
 
     static func compareNamed(_ a: [(String, String)], _ b: [(String, String)], type: String, into changes: inout [SchemaChange]) {
