@@ -204,7 +204,11 @@ public enum DiffEngine {
         var hasB = try sb?.step() ?? false
         var counts = ChangeCounts()
         var previousA: [Value] = [], previousB: [Value] = []
-        let checkOrder = plan.mode != .rowid && !(plan.keyIndexes.count == 1 && plan.keyIndexes[0] == 0 && plan.rowidColumn != nil)
+        // In UTF-8 databases SQLite's BINARY order is the engine's order (with
+        // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
+        // there each side's order is checked row by row.
+        let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
+        let checkOrder = plan.mode != .rowid && !bothUTF8
         var changed: [Int] = []
         while hasA || hasB {
             let order: Int
@@ -235,6 +239,11 @@ public enum DiffEngine {
             }
         }
         return counts
+    }
+
+    static func isUTF8(_ connection: Connection?) throws -> Bool {
+        guard let connection else { return true }
+        return try connection.scalar("PRAGMA encoding") == .text("UTF-8")
     }
 
     /// Fails when a side's rows do not come in the engine's order (a text key
