@@ -15,12 +15,12 @@ final class RecordingConsumer: DiffConsumer {
 
     func begin(_ diff: SchemaComparison) throws { schema = diff.changes }
     func beginTable(_ plan: TablePlan) throws {}
-    func key(_ plan: TablePlan, _ row: Row) -> String {
+    func key(_ plan: TablePlan, _ row: DiffRow) -> String {
         plan.keyIndexes.map { row.value(at: $0).sqlLiteral }.joined(separator: ",")
     }
-    func inserted(_ plan: TablePlan, new: Row) throws { events.append("+\(plan.name)[\(key(plan, new))]") }
-    func deleted(_ plan: TablePlan, old: Row) throws { events.append("-\(plan.name)[\(key(plan, old))]") }
-    func updated(_ plan: TablePlan, old: Row, new: Row, changed: [Int]) throws {
+    func inserted(_ plan: TablePlan, new: DiffRow) throws { events.append("+\(plan.name)[\(key(plan, new))]") }
+    func deleted(_ plan: TablePlan, old: DiffRow) throws { events.append("-\(plan.name)[\(key(plan, old))]") }
+    func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         let columns = changed.map { plan.columns[$0] }.joined(separator: ",")
         events.append("~\(plan.name)[\(key(plan, old))]{\(columns)}")
     }

@@ -195,47 +195,56 @@ public enum DiffEngine {
         return counts
     }
 
-    /// One pass over both sides in key order. A nil connection is an empty side.
+    /// One pass over both sides in key order. A nil connection is an empty
+    /// side. Each side is read on its own thread (see `RowStream`).
     static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?) throws -> ChangeCounts {
         let sql = selectSQL(plan)
-        let sa = try ca?.prepare(sql), sb = try cb?.prepare(sql)
-        let ra = sa.map { Row(handle: $0.handle) }, rb = sb.map { Row(handle: $0.handle) }
-        var hasA = try sa?.step() ?? false
-        var hasB = try sb?.step() ?? false
-        var counts = ChangeCounts()
-        var previousA: [Value] = [], previousB: [Value] = []
+        let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
-        let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         let checkOrder = plan.mode != .rowid && !bothUTF8
+        let sa = try ca.map { try RowStream(try $0.prepare(sql)) }
+        defer { sa?.close() }
+        let sb = try cb.map { try RowStream(try $0.prepare(sql)) }
+        defer { sb?.close() }
+        var hasA = try sa?.next() ?? false
+        var hasB = try sb?.next() ?? false
+        var counts = ChangeCounts()
+        var previousA: [Value] = [], previousB: [Value] = []
         var changed: [Int] = []
+        let keys = plan.keyIndexes
         while hasA || hasB {
             let order: Int
-            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(ra!, rb!, plan.keyIndexes) }
+            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa!.row, sb!.row, keys) }
             if order < 0 {
+                let ra = sa!.row
                 counts.deleted += 1
-                try consumer?.deleted(plan, old: ra!)
-                if checkOrder { try checkAscending(ra!, plan, &previousA, path: ca!.path) }
-                hasA = try sa!.step()
+                try consumer?.deleted(plan, old: ra)
+                if checkOrder { try checkAscending(ra, plan, &previousA, path: ca!.path) }
+                hasA = try sa!.next()
             } else if order > 0 {
+                let rb = sb!.row
                 counts.inserted += 1
-                try consumer?.inserted(plan, new: rb!)
-                if checkOrder { try checkAscending(rb!, plan, &previousB, path: cb!.path) }
-                hasB = try sb!.step()
+                try consumer?.inserted(plan, new: rb)
+                if checkOrder { try checkAscending(rb, plan, &previousB, path: cb!.path) }
+                hasB = try sb!.next()
             } else {
-                changed.removeAll(keepingCapacity: true)
-                for i in plan.comparedIndexes where !cellsIdentical(ra!, rb!, i) { changed.append(i) }
-                if !changed.isEmpty {
-                    counts.updated += 1
-                    try consumer?.updated(plan, old: ra!, new: rb!, changed: changed)
+                let ra = sa!.row, rb = sb!.row
+                if compareBytes(ra.encoded, rb.encoded) != 0 {
+                    changed.removeAll(keepingCapacity: true)
+                    for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
+                    if !changed.isEmpty {
+                        counts.updated += 1
+                        try consumer?.updated(plan, old: ra, new: rb, changed: changed)
+                    }
                 }
                 if checkOrder {
-                    try checkAscending(ra!, plan, &previousA, path: ca!.path)
-                    try checkAscending(rb!, plan, &previousB, path: cb!.path)
+                    try checkAscending(ra, plan, &previousA, path: ca!.path)
+                    try checkAscending(rb, plan, &previousB, path: cb!.path)
                 }
-                hasA = try sa!.step()
-                hasB = try sb!.step()
+                hasA = try sa!.next()
+                hasB = try sb!.next()
             }
         }
         return counts
@@ -249,7 +258,7 @@ public enum DiffEngine {
     /// Fails when a side's rows do not come in the engine's order (a text key
     /// in a UTF-16 database, whose BINARY order is not UTF-8 byte order):
     /// the merge would otherwise report wrong differences.
-    static func checkAscending(_ row: Row, _ plan: TablePlan, _ previous: inout [Value], path: String) throws {
+    static func checkAscending(_ row: DiffRow, _ plan: TablePlan, _ previous: inout [Value], path: String) throws {
         let key = plan.keyIndexes.map { row.value(at: $0) }
         if !previous.isEmpty {
             var c = 0
@@ -264,7 +273,7 @@ public enum DiffEngine {
 
     /// Compares the key columns of two rows in the engine's exact order.
     @inline(__always)
-    static func compareKey(_ a: Row, _ b: Row, _ indexes: [Int]) -> Int {
+    static func compareKey(_ a: DiffRow, _ b: DiffRow, _ indexes: [Int]) -> Int {
         for i in indexes {
             let c = compareCells(a, b, i)
             if c != 0 { return c }
@@ -274,7 +283,7 @@ public enum DiffEngine {
 
     /// `Value.compare` on column `i` of two rows, without copying.
     @inline(__always)
-    static func compareCells(_ a: Row, _ b: Row, _ i: Int) -> Int {
+    static func compareCells(_ a: DiffRow, _ b: DiffRow, _ i: Int) -> Int {
         let ta = a.storageClass(at: i), tb = b.storageClass(at: i)
         switch (ta, tb) {
         case (.integer, .integer):
@@ -291,7 +300,7 @@ public enum DiffEngine {
 
     /// Exact equality of column `i`: same storage class, same bits or bytes.
     @inline(__always)
-    static func cellsIdentical(_ a: Row, _ b: Row, _ i: Int) -> Bool {
+    static func cellsIdentical(_ a: DiffRow, _ b: DiffRow, _ i: Int) -> Bool {
         let t = a.storageClass(at: i)
         guard t == b.storageClass(at: i) else { return false }
         switch t {

@@ -75,7 +75,7 @@ public struct SchemaChange: Sendable {
 
 /// Receives what the engine finds, in order: `begin` once, then for each
 /// table `beginTable`, its row changes, `endTable`, and `finish` once.
-/// Row views are valid only during the call.
+/// DiffRow views are valid only during the call.
 public protocol DiffConsumer: AnyObject {
     /// True when the consumer wants shape-changed tables as "B's rows all
     /// inserted" (a rebuild) rather than compared on their common columns.
@@ -85,9 +85,9 @@ public protocol DiffConsumer: AnyObject {
     var wantsRowidsForKeylessTables: Bool { get }
     func begin(_ diff: SchemaComparison) throws
     func beginTable(_ plan: TablePlan) throws
-    func inserted(_ plan: TablePlan, new: Row) throws
-    func deleted(_ plan: TablePlan, old: Row) throws
-    func updated(_ plan: TablePlan, old: Row, new: Row, changed: [Int]) throws
+    func inserted(_ plan: TablePlan, new: DiffRow) throws
+    func deleted(_ plan: TablePlan, old: DiffRow) throws
+    func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws
     func endTable(_ plan: TablePlan, counts: ChangeCounts) throws
     func finish(_ summary: DiffSummary) throws
 }

@@ -66,7 +66,7 @@ public final class DiffReportWriter: DiffConsumer {
         bytes.removeAll()
     }
 
-    func appendColumnsObject(_ plan: TablePlan, _ row: Row, _ indexes: [Int]) {
+    func appendColumnsObject(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) {
         out.append(UInt8(ascii: "{"))
         for (n, i) in indexes.enumerated() {
             if n > 0 { out.append(UInt8(ascii: ",")) }
@@ -77,7 +77,7 @@ public final class DiffReportWriter: DiffConsumer {
         out.append(UInt8(ascii: "}"))
     }
 
-    func rowJSON(_ operation: String, _ plan: TablePlan, old: Row?, new: Row?, changed: [Int]) {
+    func rowJSON(_ operation: String, _ plan: TablePlan, old: DiffRow?, new: DiffRow?, changed: [Int]) {
         beginObject()
         out.append(contentsOf: "{\"type\":\"row\",\"table\":".utf8)
         appendJSONString(plan.name)
@@ -135,7 +135,7 @@ public final class DiffReportWriter: DiffConsumer {
         rowsShown = 0
     }
 
-    func keyText(_ plan: TablePlan, _ row: Row) -> String {
+    func keyText(_ plan: TablePlan, _ row: DiffRow) -> String {
         if plan.mode == .multiset { return "(row)" }
         return plan.keyIndexes.map { "\(plan.columns[$0])=\(display(row.value(at: $0)))" }.joined(separator: " ")
     }
@@ -146,7 +146,7 @@ public final class DiffReportWriter: DiffConsumer {
         if rowsShown <= rowLimit { tableRows.append(contentsOf: text.utf8) }
     }
 
-    func wholeRow(_ plan: TablePlan, _ row: Row) -> String {
+    func wholeRow(_ plan: TablePlan, _ row: DiffRow) -> String {
         plan.columns.indices.filter { !plan.keyIndexes.contains($0) || plan.mode == .multiset }
             .map { "\(plan.columns[$0])=\(display(row.value(at: $0)))" }.joined(separator: " ")
     }
@@ -158,19 +158,19 @@ public final class DiffReportWriter: DiffConsumer {
         return value.sqlLiteral
     }
 
-    public func inserted(_ plan: TablePlan, new: Row) throws {
+    public func inserted(_ plan: TablePlan, new: DiffRow) throws {
         if isJSON { rowJSON("insert", plan, old: nil, new: new, changed: []); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
         rowsText("  \(paint("+", "32")) \(plan.mode == .multiset ? "" : keyText(plan, new) + ": ")\(wholeRow(plan, new))\n")
     }
 
-    public func deleted(_ plan: TablePlan, old: Row) throws {
+    public func deleted(_ plan: TablePlan, old: DiffRow) throws {
         if isJSON { rowJSON("delete", plan, old: old, new: nil, changed: []); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
         rowsText("  \(paint("-", "31")) \(plan.mode == .multiset ? "" : keyText(plan, old) + ": ")\(wholeRow(plan, old))\n")
     }
 
-    public func updated(_ plan: TablePlan, old: Row, new: Row, changed: [Int]) throws {
+    public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         if isJSON { rowJSON("update", plan, old: old, new: new, changed: changed); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
         let changes = changed.map { "\(plan.columns[$0]): \(display(old.value(at: $0))) → \(display(new.value(at: $0)))" }

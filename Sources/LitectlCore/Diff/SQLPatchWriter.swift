@@ -98,11 +98,11 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
-    func appendCell(_ row: Row, _ i: Int) {
+    func appendCell(_ row: DiffRow, _ i: Int) {
         row.value(at: i).appendSQLLiteral(to: &line)
     }
 
-    func appendWhere(_ plan: TablePlan, _ row: Row) {
+    func appendWhere(_ plan: TablePlan, _ row: DiffRow) {
         line.append(contentsOf: " WHERE ".utf8)
         if plan.mode == .multiset {
             // No key: delete one row holding exactly these values.
@@ -116,7 +116,7 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
-    func appendConditions(_ plan: TablePlan, _ row: Row, _ indexes: [Int]) {
+    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) {
         for (n, i) in indexes.enumerated() {
             if n > 0 { line.append(contentsOf: " AND ".utf8) }
             appendColumn(plan, i)
@@ -134,7 +134,7 @@ public final class SQLPatchWriter: DiffConsumer {
         if autoincrementTables.contains(plan.name.lowercased()) { touchedAutoincrement = true }
     }
 
-    public func inserted(_ plan: TablePlan, new: Row) throws {
+    public func inserted(_ plan: TablePlan, new: DiffRow) throws {
         noteTouched(plan)
         line.append(contentsOf: "INSERT INTO ".utf8)
         appendTable(plan)
@@ -152,7 +152,7 @@ public final class SQLPatchWriter: DiffConsumer {
         try spoolLine()
     }
 
-    public func deleted(_ plan: TablePlan, old: Row) throws {
+    public func deleted(_ plan: TablePlan, old: DiffRow) throws {
         noteTouched(plan)
         line.append(contentsOf: "DELETE FROM ".utf8)
         appendTable(plan)
@@ -161,7 +161,7 @@ public final class SQLPatchWriter: DiffConsumer {
         flushLine()
     }
 
-    public func updated(_ plan: TablePlan, old: Row, new: Row, changed: [Int]) throws {
+    public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         noteTouched(plan)
         line.append(contentsOf: "UPDATE ".utf8)
         appendTable(plan)

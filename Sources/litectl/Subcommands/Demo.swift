@@ -26,7 +26,8 @@ struct Demo: ParsableCommand {
         _ = FileManager.default.changeCurrentDirectoryPath(folder)
         defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
 
-        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"]] {
+        for arguments in [["info", "shop.db"], ["info", "--json", "archive.db"], ["info", "missing.db"],
+                          ["hash", "shop.db", "archive.db"], ["diff", "--summary", "shop.db", "archive.db"]] {
             printOut("\n$ litectl " + arguments.joined(separator: " "))
             do {
                 var command = try Litectl.parseAsRoot(arguments)
