@@ -102,6 +102,31 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
         #expect(notDB.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test func patchIsAllOrNothing() throws {
+        let folder = try TemporaryFolder("patch")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, x UNIQUE); INSERT INTO t VALUES (1, 'a'), (2, 'b');")
+        try makeDatabase(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, x UNIQUE); INSERT INTO t VALUES (1, 'a'), (3, 'c');")
+        let patch = try litectl("diff", "--format", "sql", a, b).stdout
+        try patch.write(toFile: folder.file("p.sql"), atomically: false, encoding: .utf8)
+        let before = try FileFingerprint(a)
+        let dry = try litectl("patch", "--dry-run", a, folder.file("p.sql"))
+        #expect(dry.status == 0 && dry.stdout == "3 statements, 2 rows changed (dry run: rolled back)\n", "\(dry.stdout) \(dry.stderr)")
+        #expect(try FileFingerprint(a).bytes == before.bytes)
+        // A patch that fails half way (a UNIQUE conflict after a good statement) changes nothing.
+        try "DELETE FROM t WHERE id = 1; INSERT INTO t VALUES (9, 'b');".write(toFile: folder.file("bad.sql"), atomically: false, encoding: .utf8)
+        let bad = try litectl("patch", a, folder.file("bad.sql"))
+        #expect(bad.status == 2 && bad.stderr.contains("UNIQUE constraint failed"))
+        #expect(try FileFingerprint(a).bytes == before.bytes)
+        #expect(try sqlite3Scalar(a, "SELECT count(*) FROM t") == "2")
+        let good = try litectl("patch", a, "-", input: Array(patch.utf8))
+        #expect(good.status == 0 && good.stdout.isEmpty && good.stderr.isEmpty)
+        try expectEqual(a, b)
+        let missing = try litectl("patch", folder.file("nope.db"), folder.file("p.sql"))
+        #expect(missing.status == 2 && missing.stderr.contains("no such file"))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("nope.db")))
+    }
+
     @Test func hashIsStableAcrossVacuumPageSizeAndBackup() throws {
         let folder = try TemporaryFolder("hash-stable")
         let a = folder.file("a.db")

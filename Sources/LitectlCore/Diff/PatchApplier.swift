@@ -28,7 +28,7 @@ public enum PatchApplier {
         do {
             let before = sqlite3_total_changes64(connection.rawHandle)
             try connection.forEachStatement(in: script) { statement in
-                let sql = statement.sql.trimmingWhitespace().uppercased()
+                let sql = withoutLeadingComments(statement.sql).uppercased()
                 let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sql.hasPrefix($0) }
                     || sql.replacingSpaces().hasPrefix("PRAGMAFOREIGN_KEYS")
                 if skipped { return }
@@ -47,6 +47,22 @@ public enum PatchApplier {
             throw error
         }
         return result
+    }
+}
+
+/// `sql` without the `-- ...` lines and `/* ... */` blocks before its first keyword.
+func withoutLeadingComments(_ sql: String) -> String {
+    var rest = Substring(sql.trimmingWhitespace())
+    while true {
+        if rest.hasPrefix("--") {
+            guard let newline = rest.firstIndex(of: "\n") else { return "" }
+            rest = Substring(String(rest[rest.index(after: newline)...]).trimmingWhitespace())
+        } else if rest.hasPrefix("/*") {
+            guard let end = rest.range(of: "*/") else { return "" }
+            rest = Substring(String(rest[end.upperBound...]).trimmingWhitespace())
+        } else {
+            return String(rest)
+        }
     }
 }
 
