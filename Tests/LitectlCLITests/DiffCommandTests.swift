@@ -127,6 +127,55 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
         #expect(!FileManager.default.fileExists(atPath: folder.file("nope.db")))
     }
 
+    @Test(arguments: 0..<3) func changesetsRoundTripAndInvert(seed: Int) throws {
+        var rng = SplitMix(seed: UInt64(seed) &+ 99)
+        let folder = try TemporaryFolder("changeset")
+        let schema = """
+            CREATE TABLE p(id INTEGER PRIMARY KEY, a, b TEXT COLLATE NOCASE);
+            CREATE TABLE w(k1, k2 TEXT, v, PRIMARY KEY(k1, k2)) WITHOUT ROWID;
+            CREATE TABLE m(x);
+            """
+        var scriptA = schema, scriptB = schema
+        let values = ["0.1", "1", "1.0", "'1'", "x'31'", "NULL", "'abc'", "'ABC'", "-0.0", "9e999", "4.9e-324", "'a' || char(0) || 'b'"]
+        func value() -> String { values[Int(rng.next() % UInt64(values.count))] }
+        for id in 1...30 {
+            let row = "(\(id), \(value()), \(value()))"
+            let r = rng.next() % 6
+            if r != 0 { scriptA += "INSERT INTO p VALUES \(row);" }
+            if r != 1 { scriptB += "INSERT INTO p VALUES \(r == 2 ? "(\(id), \(value()), \(value()))" : row);" }
+            let wrow = "(\(id % 5), 'k\(id % 3)', \(value()))"
+            scriptA += "INSERT OR IGNORE INTO w VALUES \(wrow);"
+            scriptB += "INSERT OR IGNORE INTO w VALUES \(rng.next() % 3 == 0 ? "(\(id % 5), 'k\(id % 3)', \(value()))" : wrow);"
+        }
+        scriptB += "INSERT INTO m VALUES (1);"
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, scriptA)
+        try makeDatabase(b, scriptB)
+        let diff = try litectl("diff", "--format", "changeset", a, b)
+        #expect(diff.status == 1)
+        #expect(diff.stderr == "litectl: note: table m is not in the changeset: no primary key\n")
+        try Data(diff.stdoutBytes).write(to: URL(fileURLWithPath: folder.file("c.bin")))
+        let patched = try folder.copy(a, as: "patched.db")
+        let applied = try litectl("patch", patched, folder.file("c.bin"))
+        #expect(applied.status == 0 && applied.stderr.isEmpty, "\(applied.stderr)")
+        for table in ["p", "w"] {
+            let same = try litectl("diff", "--table", table, patched, b)
+            #expect(same.status == 0, "\(table): \(same.stdout)")
+            let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", "--table", table, patched, b])
+            #expect(sqldiff.stdout.isEmpty, "\(sqldiff.stdout)")
+        }
+        // Inverted, it undoes itself; applied twice, it conflicts and changes nothing.
+        let before = try FileFingerprint(patched)
+        let again = try litectl("patch", patched, folder.file("c.bin"))
+        #expect(again.status == 2 && again.stderr.contains("conflicts"))
+        #expect(try FileFingerprint(patched).bytes == before.bytes)
+        let undone = try litectl("patch", "--invert", patched, folder.file("c.bin"))
+        #expect(undone.status == 0)
+        for table in ["p", "w"] {
+            #expect(try litectl("diff", "--table", table, patched, a).status == 0)
+        }
+    }
+
     @Test func hashIsStableAcrossVacuumPageSizeAndBackup() throws {
         let folder = try TemporaryFolder("hash-stable")
         let a = folder.file("a.db")

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 enum DiffFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, sql, json, jsonl
+    case text, sql, json, jsonl, changeset
 }
 
 struct Diff: ParsableCommand {
@@ -51,7 +51,12 @@ struct Diff: ParsableCommand {
             "operation", "details", "old_sql", "new_sql"} and {"type":"row", "table", \
             "operation" (insert, delete, update), "match" (key, rowid, multiset), \
             "key", "old", "new"} with values in litectl's lossless JSON encoding (the \
-            same as query's); for updates old and new hold the changed columns only.
+            same as query's); for updates old and new hold the changed columns only. \
+            changeset: the session extension's binary changeset (for \
+            sqlite3changeset_apply or litectl patch) with the row changes of tables \
+            that have a primary key and the same definition on both sides; other \
+            tables (no primary key, generated columns, schema changes) are left out \
+            and named on stderr.
 
             --ignore-column TABLE.COL leaves a column out of the comparison (it is still \
             written in INSERTs of the sql format). --table limits the diff to the named \
@@ -72,7 +77,7 @@ struct Diff: ParsableCommand {
     @Argument(help: ArgumentHelp("The second database (the target).", valueName: "b"))
     var b: String
 
-    @Option(help: ArgumentHelp("Output format: text, sql, json or jsonl.", valueName: "format"))
+    @Option(help: ArgumentHelp("Output format: text, sql, json, jsonl or changeset.", valueName: "format"))
     var format: DiffFormat = .text
 
     @Flag(help: "Counts only: one line per changed table and per schema change (text format).")
@@ -127,6 +132,8 @@ struct Diff: ParsableCommand {
         switch format {
         case .sql:
             consumer = SQLPatchWriter(sink: sink)
+        case .changeset:
+            consumer = ChangesetWriter(sink: sink)
         case .json, .jsonl:
             consumer = DiffReportWriter(sink: sink, style: format == .json ? .json : .jsonl)
         case .text:
@@ -142,6 +149,9 @@ struct Diff: ParsableCommand {
             try? sink.flush()
             printError(describe(error))
             throw ExitStatus.error
+        }
+        if let writer = consumer as? ChangesetWriter {
+            for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
         }
         if !result.identical { throw ExitStatus.findings }
     }
