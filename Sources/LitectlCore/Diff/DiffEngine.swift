@@ -5,12 +5,22 @@
 import CSQLite
 
 public enum DiffEngine {
+    /// The progress callback of the diff running on this thread (one at a time).
+    nonisolated(unsafe) static var progress: ((String?, Int) -> Void)?
+
     /// Compares the databases at `pathA` and `pathB`, reporting to `consumer`.
     /// Both are opened read-only, each read inside one transaction (one snapshot).
     /// The same file on both sides is identical at once.
     @discardableResult
+    ///
+    /// `progress`, when given, is called every 100,000 rows of a table with
+    /// the table's name and the rows read so far (both sides), and with nil
+    /// once at the end, so that a terminal can show where a long diff is.
     public static func run(pathA: String, pathB: String, options: DiffOptions, consumer: DiffConsumer,
-                           busyTimeout: Int = Connection.defaultBusyTimeout) throws -> DiffSummary {
+                           busyTimeout: Int = Connection.defaultBusyTimeout,
+                           progress: ((String?, Int) -> Void)? = nil) throws -> DiffSummary {
+        self.progress = progress
+        defer { progress?(nil, 0); self.progress = nil }
         let a = try Connection(path: pathA, mode: .readOnly, busyTimeout: busyTimeout)
         let b = try Connection(path: pathB, mode: .readOnly, busyTimeout: busyTimeout)
         if sameFile(pathA, pathB) {
@@ -65,6 +75,7 @@ public enum DiffEngine {
                 summary.tables.sort { compareNames($0.name, $1.name) }
             }
         }
+        progress?(nil, 0)
         try consumer.finish(summary)
         return summary
     }
@@ -214,7 +225,10 @@ public enum DiffEngine {
         var previousA: [Value] = [], previousB: [Value] = []
         var changed: [Int] = []
         let keys = plan.keyIndexes
+        var processed = 0
         while hasA || hasB {
+            processed += 1
+            if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
             let order: Int
             if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa!.row, sb!.row, keys) }
             if order < 0 {

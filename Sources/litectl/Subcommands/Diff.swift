@@ -35,7 +35,8 @@ struct Diff: ParsableCommand {
             table `NAME: +inserted -deleted ~updated` and the changed rows (key, and \
             for updates the changed columns as old → new; at most 1000 rows per table \
             are listed, the counts are exact); --summary prints the counts only. Colour \
-            on a terminal unless NO_COLOR is set. \
+            on a terminal unless NO_COLOR is set; progress on stderr when it is a \
+            terminal (every 100,000 rows of a table). \
             sql: a script that, run with the sqlite3 CLI on A, makes A equal to B: one \
             transaction; PRAGMA foreign_keys=OFF before it and defer_foreign_keys \
             inside; A's triggers dropped first and B's created last, so that none fires \
@@ -142,8 +143,14 @@ struct Diff: ParsableCommand {
         }
         let result: DiffSummary
         do {
+            // Progress only on a terminal, on stderr.
+            let showProgress = isatty(2) == 1
             result = try DiffEngine.run(pathA: a, pathB: b, options: options, consumer: consumer,
-                                        busyTimeout: database.busyTimeout)
+                                        busyTimeout: database.busyTimeout,
+                                        progress: showProgress ? { table, rows in
+                                            let line = table.map { "\r\u{1B}[Kdiff: \($0): \(rows) rows compared" } ?? "\r\u{1B}[K"
+                                            _ = line.withCString { write(2, $0, strlen($0)) }
+                                        } : nil)
             try sink.flush()
         } catch {
             try? sink.flush()
