@@ -22,11 +22,11 @@ final class RowBatch {
     let columns: Int
     var rows = 0
 
-    init(columns: Int, byteCapacity: Int = 1 << 18) {
+    init(columns: Int, byteCapacity: Int = 1 << 16) {
         self.columns = columns
         self.byteCapacity = byteCapacity
         bytes = .allocate(capacity: byteCapacity)
-        offsetCapacity = (columns + 1) * 1024
+        offsetCapacity = (columns + 1) * 256
         offsets = .allocate(capacity: offsetCapacity)
     }
 
@@ -252,7 +252,7 @@ final class RowStream: @unchecked Sendable {
         do {
             while try statement.step() {
                 current.append(handle)
-                if current.byteCount >= 1 << 18 || current.rows >= 4096 {
+                if current.byteCount >= 1 << 16 || current.rows >= 1024 {
                     guard queue.put(current) else { queue.finish(nil); return }
                     current = RowBatch(columns: columns)
                 }
