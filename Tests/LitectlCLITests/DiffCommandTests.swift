@@ -253,6 +253,7 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
         #expect(different.status == 1)
         #expect(different.stdout == "k: +2 -2 ~0 (no primary key: compared as a multiset of rows)\n")
         try roundTrip(a, c, in: folder)
+        try roundTrip(a, c, in: folder, extraArguments: ["--key", "k=x"])
         // --rowid matches like sqldiff.
         let byRowid = try litectl("diff", "--summary", "--rowid", a, b)
         #expect(byRowid.status == 1 && byRowid.stdout.hasPrefix("k: +0 -0 ~"))

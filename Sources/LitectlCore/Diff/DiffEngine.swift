@@ -182,7 +182,14 @@ public enum DiffEngine {
         if let problem = reference.problem {
             throw DatabaseError(code: .error, message: "cannot read table \(reference.name): \(problem)")
         }
+        var options = options
         var plan = try plan(ta, tb, options: options)
+        if plan.userKey && consumer.wantsRowidsForKeylessTables && !(ta?.withoutRowid ?? false) && !(tb?.withoutRowid ?? false) {
+            // A patch cannot address rows by a --key that may repeat: tables
+            // without a primary key are written by rowid whatever --key says.
+            options.keys = options.keys.filter { $0.key.lowercased() != reference.name.lowercased() }
+            plan = try self.plan(ta, tb, options: options)
+        }
         if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
             // Count first; match by rowid only if the multisets differ.
             let counting = try merge(ca, cb, plan: plan, consumer: nil)

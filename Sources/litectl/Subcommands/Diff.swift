@@ -46,7 +46,7 @@ struct Diff: ParsableCommand {
             tables; generated columns never written; sqlite_sequence, user_version and \
             application_id set as in B. Rows of tables without a primary key are \
             written by rowid when the table differs, so the patched table has B's \
-            rowids too. Values are exact SQL literals (REALs bit for bit, TEXT with CR \
+            rowids too (whatever --key says: a --key may repeat). Values are exact SQL literals (REALs bit for bit, TEXT with CR \
             or NUL as CAST(x'..' AS TEXT)). Nothing is printed when A and B are equal. \
             json / jsonl: one object per change: {"type":"schema", "object", "name", \
             "operation", "details", "old_sql", "new_sql"} and {"type":"row", "table", \
