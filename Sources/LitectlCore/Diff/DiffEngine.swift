@@ -191,7 +191,16 @@ public enum DiffEngine {
             plan = try self.plan(ta, tb, options: options)
         }
         if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
-            // Count first; match by rowid only if the multisets differ.
+            // Rows equal by rowid are equal as a multiset: that cheap pass in
+            // rowid order (stopping at the first difference) spares the sorted
+            // one for identical tables, the common case of a backup.
+            let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
+            if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true).total == 0 {
+                try consumer.beginTable(plan)
+                try consumer.endTable(plan, counts: ChangeCounts())
+                return ChangeCounts()
+            }
+            // Count as multisets; match by rowid only if they differ.
             let counting = try merge(ca, cb, plan: plan, consumer: nil)
             if counting.total == 0 {
                 try consumer.beginTable(plan)
@@ -215,7 +224,8 @@ public enum DiffEngine {
 
     /// One pass over both sides in key order. A nil connection is an empty
     /// side. Each side is read on its own thread (see `RowStream`).
-    static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?) throws -> ChangeCounts {
+    static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
+                      stopAtFirstDifference: Bool = false) throws -> ChangeCounts {
         let sql = selectSQL(plan)
         let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
@@ -234,6 +244,7 @@ public enum DiffEngine {
         let keys = plan.keyIndexes
         var processed = 0
         while hasA || hasB {
+            if stopAtFirstDifference && counts.total > 0 { break }
             processed += 1
             if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
             let order: Int
