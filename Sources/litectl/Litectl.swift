@@ -20,6 +20,6 @@ struct Litectl: ParsableCommand {
             """,
         version: LitectlVersion.string,
         subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,
-                      Check.self, Stats.self, Analyze.self, Demo.self]
+                      Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Demo.self]
     )
 }

@@ -18,3 +18,8 @@ public struct SHA256Hasher {
         }.joined()
     }
 }
+
+extension SHA256Hasher {
+    /// The 32-byte digest.
+    public func finalizeBytes() -> [UInt8] { Array(hasher.finalize()) }
+}

@@ -31,6 +31,7 @@ struct Demo: ParsableCommand {
                            "SELECT name, total, (SELECT count(*) FROM arch.snapshots) AS snapshots FROM customer_totals ORDER BY id"],
                           ["tables", "shop.db", "archive.db", "--counts", "--format", "table"],
                           ["backup", "-v", "shop.db", "."], ["backup", "--gzip-level", "1", "--verify", "full", "-v", "shop.db", "shop-copy.db.gz"],
+                          ["hash", "shop.db", "archive.db"], ["diff", "--summary", "shop.db", "archive.db"],
                           ["check", "shop.db"], ["stats", "--tables", "--top", "3", "--format", "table", "shop.db"]] {
             printOut("\n$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
             do {

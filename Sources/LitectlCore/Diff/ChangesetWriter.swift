@@ -1,0 +1,204 @@
+// Writes a diff in the session extension's changeset format
+// (https://www.sqlite.org/sessionintro.html), applicable with
+// sqlite3changeset_apply or `litectl patch`. Changesets carry rows of tables
+// with a primary key only, and no schema: other tables are listed in
+// `skippedTables` for the caller to report.
+import CSQLite
+
+public final class ChangesetWriter: DiffConsumer {
+    let sink: ByteSink
+    var out: [UInt8] = []
+    var headerWritten = false
+    var current: TablePlan?
+    var usable = false
+    var comparison: SchemaComparison!
+    /// Tables whose changes a changeset cannot carry, with the reason.
+    public private(set) var skippedTables: [(name: String, reason: String)] = []
+
+    public init(sink: ByteSink) { self.sink = sink }
+
+    public var rebuildsChangedTables: Bool { false }
+    public var wantsRowidsForKeylessTables: Bool { false }
+
+    public func begin(_ diff: SchemaComparison) throws {
+        comparison = diff
+        for table in diff.addedTables { skippedTables.append((table.name, "only in the second database (changesets carry no schema)")) }
+        for table in diff.droppedTables { skippedTables.append((table.name, "only in the first database (changesets carry no schema)")) }
+        for pair in diff.changedTables { skippedTables.append((pair.b.name, "definition changed (changesets carry no schema)")) }
+    }
+
+    public func beginTable(_ plan: TablePlan) throws {
+        current = plan
+        headerWritten = false
+        usable = false
+        guard !plan.onlyInA && !plan.onlyInB, comparison.sameTables.contains(where: { $0.b.name == plan.name }) else { return }
+        guard plan.mode == .key && !plan.userKey && !plan.isVirtual else {
+            skippedTables.append((plan.name, "no primary key")); return
+        }
+        guard let table = comparison.b.table(named: plan.name), table.columns.allSatisfy({ $0.hidden == .normal }),
+              table.columns.count == plan.columns.count else {
+            skippedTables.append((plan.name, "generated or hidden columns")); return
+        }
+        guard comparison.options.ignoredColumns.allSatisfy({ !$0.lowercased().hasPrefix(plan.name.lowercased() + ".") }) else {
+            skippedTables.append((plan.name, "--ignore-column")); return
+        }
+        usable = true
+    }
+
+    func writeHeader(_ plan: TablePlan) {
+        guard !headerWritten else { return }
+        headerWritten = true
+        out.append(UInt8(ascii: "T"))
+        appendVarint(UInt64(plan.columns.count))
+        // Each column's position in the primary key (0 when not in it), as
+        // PRAGMA table_info reports it: sqlite3changeset_apply compares these
+        // bytes with the target table's.
+        for i in plan.columns.indices { out.append(UInt8((plan.keyIndexes.firstIndex(of: i) ?? -1) + 1)) }
+        out.append(contentsOf: Array(plan.name.utf8))
+        out.append(0)
+    }
+
+    func appendVarint(_ value: UInt64) {
+        // SQLite's varint: 7 bits per byte, most significant first, high bit = more.
+        if value <= 0x7F { out.append(UInt8(value)); return }
+        var groups: [UInt8] = []
+        var v = value
+        if v > 0x00FF_FFFF_FFFF_FFFF {
+            groups.append(UInt8(v & 0xFF)); v >>= 8
+            for _ in 0..<8 { groups.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+        } else {
+            while v > 0 { groups.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+            groups[0] &= 0x7F
+        }
+        out.append(contentsOf: groups.reversed())
+    }
+
+    func appendBigEndian(_ v: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((v >> UInt64(shift)) & 0xFF)) }
+    }
+
+    func appendValue(_ row: DiffRow, _ i: Int) {
+        switch row.storageClass(at: i) {
+        case .integer: out.append(1); appendBigEndian(UInt64(bitPattern: row.int64(at: i)))
+        case .real: out.append(2); appendBigEndian(row.double(at: i).bitPattern)
+        case .text, .blob:
+            let bytes = row.bytes(at: i)
+            out.append(row.storageClass(at: i) == .text ? 3 : 4)
+            appendVarint(UInt64(bytes.count))
+            out.append(contentsOf: bytes)
+        case .null: out.append(5)
+        }
+    }
+
+    func flushIfLarge() {
+        if out.count >= 1 << 16 { sink.write(out); out.removeAll(keepingCapacity: true) }
+    }
+
+    public func inserted(_ plan: TablePlan, new: DiffRow) throws {
+        guard usable else { return }
+        writeHeader(plan)
+        out.append(UInt8(SQLITE_INSERT)); out.append(0)
+        for i in plan.columns.indices { appendValue(new, i) }
+        flushIfLarge()
+    }
+
+    public func deleted(_ plan: TablePlan, old: DiffRow) throws {
+        guard usable else { return }
+        writeHeader(plan)
+        out.append(UInt8(SQLITE_DELETE)); out.append(0)
+        for i in plan.columns.indices { appendValue(old, i) }
+        flushIfLarge()
+    }
+
+    public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
+        guard usable else { return }
+        writeHeader(plan)
+        out.append(UInt8(SQLITE_UPDATE)); out.append(0)
+        let keys = Set(plan.keyIndexes), changes = Set(changed)
+        for i in plan.columns.indices {
+            if keys.contains(i) || changes.contains(i) { appendValue(old, i) } else { out.append(0) }
+        }
+        for i in plan.columns.indices {
+            if changes.contains(i) { appendValue(new, i) } else { out.append(0) }
+        }
+        flushIfLarge()
+    }
+
+    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {}
+
+    public func finish(_ summary: DiffSummary) throws {
+        sink.write(out)
+        out.removeAll()
+        try sink.flush()
+    }
+}
+
+/// What to do when a change in a changeset meets a conflict
+/// (https://www.sqlite.org/session/sqlite3changeset_apply.html).
+public enum ConflictPolicy: String, Sendable, CaseIterable {
+    /// Roll everything back.
+    case abort
+    /// Skip the conflicting change.
+    case omit
+    /// Overwrite the conflicting row (where SQLite allows it; otherwise omit).
+    case replace
+}
+
+extension PatchApplier {
+    /// True when `data` is a changeset rather than SQL text (a changeset starts
+    /// with 'T' and holds a NUL after the table name; SQL text holds none).
+    public static func isChangeset(_ data: [UInt8]) -> Bool {
+        data.first == UInt8(ascii: "T") && data.contains(0)
+    }
+
+    /// Applies a changeset to the database at `path` in one transaction.
+    public static func applyChangeset(path: String, changeset: [UInt8], policy: ConflictPolicy, invert: Bool, dryRun: Bool,
+                                      busyTimeout: Int = Connection.defaultBusyTimeout) throws -> PatchResult {
+        var data = changeset
+        if invert {
+            var size: Int32 = 0
+            var inverted: UnsafeMutableRawPointer?
+            let rc = data.withUnsafeMutableBytes { sqlite3changeset_invert(Int32($0.count), $0.baseAddress, &size, &inverted) }
+            guard rc == SQLITE_OK, let inverted else {
+                throw DatabaseError(code: ResultCode(rawValue: rc), message: "cannot invert the changeset (not a valid changeset?)")
+            }
+            data = Array(UnsafeRawBufferPointer(start: inverted, count: Int(size)))
+            sqlite3_free(inverted)
+        }
+        let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
+        try connection.execute("PRAGMA foreign_keys=OFF")
+        try connection.execute("BEGIN IMMEDIATE")
+        var result = PatchResult()
+        do {
+            let before = sqlite3_total_changes64(connection.rawHandle)
+            var code: Int32 = policy == .abort ? 0 : (policy == .omit ? 1 : 2)
+            let rc = data.withUnsafeMutableBytes { raw in
+                sqlite3changeset_apply(connection.rawHandle, Int32(raw.count), raw.baseAddress, nil, { context, conflict, _ in
+                    let policy = context!.load(as: Int32.self)
+                    switch policy {
+                    case 0: return SQLITE_CHANGESET_ABORT
+                    case 2 where conflict == SQLITE_CHANGESET_DATA || conflict == SQLITE_CHANGESET_CONFLICT:
+                        return SQLITE_CHANGESET_REPLACE
+                    default: return SQLITE_CHANGESET_OMIT
+                    }
+                }, &code)
+            }
+            if rc != SQLITE_OK {
+                let message = rc == SQLITE_ABORT ? "a change conflicts with the database (use --on-conflict omit or replace)"
+                                                 : String(cString: sqlite3_errmsg(connection.rawHandle))
+                throw DatabaseError(code: ResultCode(rawValue: rc), message: message, path: path)
+            }
+            result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
+            if dryRun {
+                try connection.execute("ROLLBACK")
+            } else {
+                try connection.execute("COMMIT")
+                result.committed = true
+            }
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+        return result
+    }
+}

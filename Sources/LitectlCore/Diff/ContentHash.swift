@@ -1,0 +1,246 @@
+// The logical content hash behind `litectl hash`: SHA-256 over the schema
+// (normalized SQL of every object, user_version, application_id) and the data
+// (every row as type-tagged exact values), independent of page layout, so it
+// is stable across VACUUM, page size changes and backups.
+import CSQLite
+
+/// What a content hash covers.
+public struct ContentHashOptions: Sendable {
+    public var tables: [String] = []
+    public var includeSchema = true
+    public var includeData = true
+    public init() {}
+}
+
+/// The hashes of one database.
+public struct ContentHash: Sendable {
+    public var path: String
+    /// The hash of what the options asked for.
+    public var digest: String
+    /// Per table: the hash of its rows and its row count.
+    public var tables: [(name: String, digest: String, rows: Int64)]
+}
+
+/// Computes logical content hashes.
+///
+/// Encoding, all integers little-endian: every value is a one-byte storage
+/// class tag (0 NULL, 1 INTEGER, 2 REAL, 3 TEXT, 4 BLOB) followed by 8 bytes
+/// (INTEGER; REAL as its IEEE bit pattern) or an 8-byte length and the bytes
+/// (TEXT as UTF-8, BLOB). A row is its column count then its values. The
+/// rows of a table form a multiset: each row is hashed on its own and the
+/// row digests are added modulo 2^256, so row order and rowids of tables
+/// without an INTEGER PRIMARY KEY (which VACUUM may renumber) do not count,
+/// while a duplicated row does. A table contributes its name, its column names
+/// and declared types, its row count and that sum. Shadow tables of virtual
+/// tables are left out (their content is the virtual table's, which is
+/// hashed); so are `sqlite_stat*` tables (statistics, not content).
+public enum ContentHasher {
+    public static func hash(path: String, options: ContentHashOptions = ContentHashOptions(),
+                            busyTimeout: Int = Connection.defaultBusyTimeout) throws -> ContentHash {
+        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout)
+        return try connection.readTransaction { try hash(connection, options: options) }
+    }
+
+    static func hash(_ connection: Connection, options: ContentHashOptions) throws -> ContentHash {
+        let schema = try connection.readSchema()
+        var total = SHA256Hasher()
+        let wanted = Set(options.tables.map { $0.lowercased() })
+        func selected(_ name: String) -> Bool { wanted.isEmpty || wanted.contains(name.lowercased()) }
+        for name in options.tables where schema.table(named: name) == nil {
+            throw DatabaseError(code: .error, message: "no such table: \(name)", path: connection.path)
+        }
+
+        if options.includeSchema {
+            var out: [UInt8] = []
+            appendTagged("schema", to: &out)
+            for object in try schemaObjects(connection) where selected(object.table) {
+                appendTagged(object.type, to: &out)
+                appendTagged(object.name, to: &out)
+                appendTagged(normalizeSQL(object.sql), to: &out)
+            }
+            if wanted.isEmpty {
+                for pragma in ["user_version", "application_id"] {
+                    appendTagged(pragma, to: &out)
+                    let value = try connection.scalar("PRAGMA \(pragma)") ?? .null
+                    appendValue(value, to: &out)
+                }
+            }
+            total.update(out)
+        }
+
+        var tables: [(name: String, digest: String, rows: Int64)] = []
+        if options.includeData {
+            for table in hashedTables(schema) where selected(table.name) {
+                let (digest, rows, header) = try hashRows(connection, table)
+                tables.append((table.name, hex(digest), rows))
+                var out: [UInt8] = []
+                appendTagged("table", to: &out)
+                out.append(contentsOf: header)
+                appendInt(UInt64(bitPattern: rows), to: &out)
+                out.append(contentsOf: digest)
+                total.update(out)
+            }
+        }
+        return ContentHash(path: connection.path, digest: total.finalizeHex(), tables: tables)
+    }
+
+    /// Tables whose rows are content: ordinary and virtual tables, and sqlite_sequence.
+    static func hashedTables(_ schema: Schema) -> [Table] {
+        schema.tables.filter { table in
+            switch table.kind {
+            case .ordinary, .virtual: return table.problem == nil
+            case .internal: return table.name.lowercased() == "sqlite_sequence"
+            case .shadow: return false
+            }
+        }.sorted { compareNames($0.name, $1.name) }
+    }
+
+    /// Schema objects other than SQLite's own, in (type, name) order.
+    static func schemaObjects(_ connection: Connection) throws -> [(type: String, name: String, table: String, sql: String)] {
+        var result: [(type: String, name: String, table: String, sql: String)] = []
+        let statement = try connection.prepare("""
+            SELECT type, name, tbl_name, sql FROM sqlite_schema
+            WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+            """)
+        let shadows = Set(try connection.rows("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'")
+            .compactMap { if case .text(let b) = $0[0] { return String(decoding: b, as: UTF8.self).lowercased() } else { return nil } })
+        try statement.forEachRow { row in
+            let name = row.string(at: 1)
+            if shadows.contains(name.lowercased()) { return }
+            result.append((row.string(at: 0), name, row.string(at: 2), row.string(at: 3)))
+        }
+        return result.sorted { $0.type != $1.type ? $0.type < $1.type : compareNames($0.name, $1.name) }
+    }
+
+    /// The columns a table's content is made of: for virtual tables the
+    /// visible ones, for other tables all but generated columns (which are
+    /// computed from the others).
+    static func contentColumns(_ table: Table) -> [Column] {
+        table.columns.filter { $0.hidden == .normal }
+    }
+
+    static func hashRows(_ connection: Connection, _ table: Table) throws -> (digest: [UInt8], rows: Int64, header: [UInt8]) {
+        let columns = contentColumns(table)
+        var header: [UInt8] = []
+        appendTagged(table.name, to: &header)
+        appendInt(UInt64(columns.count), to: &header)
+        for column in columns {
+            appendTagged(column.name, to: &header)
+            appendTagged(column.declaredType, to: &header)
+        }
+        let list = columns.isEmpty ? "NULL" : columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
+        let statement = try connection.prepare("SELECT \(list) FROM \(quoteIdentifier(table.name))")
+        var sum = UInt256()
+        var rows: Int64 = 0
+        var buffer: [UInt8] = []
+        try statement.forEachRow { row in
+            buffer.removeAll(keepingCapacity: true)
+            appendInt(UInt64(columns.count), to: &buffer)
+            for i in 0..<columns.count { appendCell(row, i, to: &buffer) }
+            var hasher = SHA256Hasher()
+            hasher.update(buffer)
+            sum.add(hasher.finalizeBytes())
+            rows += 1
+        }
+        return (sum.bytes, rows, header)
+    }
+
+    static func appendCell(_ row: Row, _ i: Int, to out: inout [UInt8]) {
+        switch row.storageClass(at: i) {
+        case .null: out.append(0)
+        case .integer: out.append(1); appendInt(UInt64(bitPattern: row.int64(at: i)), to: &out)
+        case .real: out.append(2); appendInt(row.double(at: i).bitPattern, to: &out)
+        case .text:
+            let bytes = row.bytes(at: i)
+            out.append(3); appendInt(UInt64(bytes.count), to: &out); out.append(contentsOf: bytes)
+        case .blob:
+            let bytes = row.bytes(at: i)
+            out.append(4); appendInt(UInt64(bytes.count), to: &out); out.append(contentsOf: bytes)
+        }
+    }
+
+    static func appendValue(_ value: Value, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(0)
+        case .integer(let v): out.append(1); appendInt(UInt64(bitPattern: v), to: &out)
+        case .real(let d): out.append(2); appendInt(d.bitPattern, to: &out)
+        case .text(let b): out.append(3); appendInt(UInt64(b.count), to: &out); out.append(contentsOf: b)
+        case .blob(let b): out.append(4); appendInt(UInt64(b.count), to: &out); out.append(contentsOf: b)
+        }
+    }
+
+    static func appendTagged(_ text: String, to out: inout [UInt8]) {
+        appendValue(.text(text), to: &out)
+    }
+
+    static func appendInt(_ v: UInt64, to out: inout [UInt8]) {
+        var x = v
+        for _ in 0..<8 { out.append(UInt8(x & 0xFF)); x >>= 8 }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        bytes.withUnsafeBytes { appendHexDigits($0, to: &out) }
+        return String(decoding: out, as: UTF8.self).lowercased()
+    }
+}
+
+/// Names in a fixed order: by their UTF-8 bytes, case-folded for ASCII (SQLite
+/// names are case-insensitive for ASCII), then exactly.
+func compareNames(_ a: String, _ b: String) -> Bool {
+    let la = Array(a.lowercased().utf8), lb = Array(b.lowercased().utf8)
+    if la != lb { return compareBytes(la, lb) < 0 }
+    return compareBytes(Array(a.utf8), Array(b.utf8)) < 0
+}
+
+/// SQL text with runs of whitespace outside quotes collapsed to one space and
+/// trimmed, so that re-indenting a CREATE statement does not count as a change.
+/// Quoted text ('..', "..", `..`, [..]) is kept exactly.
+public func normalizeSQL(_ sql: String) -> String {
+    var out: [UInt8] = []
+    var quote: UInt8? = nil
+    var pendingSpace = false
+    for byte in sql.utf8 {
+        if let q = quote {
+            out.append(byte)
+            if byte == q { quote = nil }
+            continue
+        }
+        switch byte {
+        case 0x20, 0x09, 0x0A, 0x0D, 0x0C:
+            pendingSpace = !out.isEmpty
+        default:
+            if pendingSpace { out.append(0x20); pendingSpace = false }
+            out.append(byte)
+            switch byte {
+            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"): quote = byte
+            case UInt8(ascii: "["): quote = UInt8(ascii: "]")
+            default: break
+            }
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// A 256-bit unsigned integer, for the multiset sum of row digests.
+struct UInt256 {
+    var limbs: [UInt64] = [0, 0, 0, 0]
+
+    mutating func add(_ digest: [UInt8]) {
+        var carry: UInt64 = 0
+        for i in 0..<4 {
+            var limb: UInt64 = 0
+            for j in 0..<8 { limb |= UInt64(digest[i * 8 + j]) << UInt64(8 * j) }
+            let (s1, o1) = limbs[i].addingReportingOverflow(limb)
+            let (s2, o2) = s1.addingReportingOverflow(carry)
+            limbs[i] = s2
+            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
+        }
+    }
+
+    var bytes: [UInt8] {
+        var out: [UInt8] = []
+        for limb in limbs { ContentHasher.appendInt(limb, to: &out) }
+        return out
+    }
+}

@@ -1,0 +1,351 @@
+// The row-level diff engine: for each table, A and B are read in key order on
+// separate connections (never ATTACH: the two files may differ in text
+// encoding) and merged in one pass, comparing values exactly. Memory does not
+// grow with table size: one row of each side is held at a time.
+import CSQLite
+
+public enum DiffEngine {
+    /// The progress callback of the diff running on this thread (one at a time).
+    nonisolated(unsafe) static var progress: ((String?, Int) -> Void)?
+
+    /// Compares the databases at `pathA` and `pathB`, reporting to `consumer`.
+    /// Both are opened read-only, each read inside one transaction (one snapshot).
+    /// The same file on both sides is identical at once.
+    @discardableResult
+    ///
+    /// `progress`, when given, is called every 100,000 rows of a table with
+    /// the table's name and the rows read so far (both sides), and with nil
+    /// once at the end, so that a terminal can show where a long diff is.
+    public static func run(pathA: String, pathB: String, options: DiffOptions, consumer: DiffConsumer,
+                           busyTimeout: Int = Connection.defaultBusyTimeout,
+                           progress: ((String?, Int) -> Void)? = nil) throws -> DiffSummary {
+        self.progress = progress
+        defer { progress?(nil, 0); self.progress = nil }
+        let a = try Connection(path: pathA, mode: .readOnly, busyTimeout: busyTimeout)
+        let b = try Connection(path: pathB, mode: .readOnly, busyTimeout: busyTimeout)
+        if sameFile(pathA, pathB) {
+            let schema = try a.readSchema()
+            let comparison = try SchemaComparison(a: schema, b: schema, connectionA: a, connectionB: a, options: options)
+            try consumer.begin(comparison)
+            let summary = DiffSummary()
+            try consumer.finish(summary)
+            return summary
+        }
+        return try a.readTransaction {
+            try b.readTransaction {
+                try run(a, b, options: options, consumer: consumer)
+            }
+        }
+    }
+
+    static func sameFile(_ x: String, _ y: String) -> Bool {
+        var sx = stat(), sy = stat()
+        guard stat(x, &sx) == 0, stat(y, &sy) == 0 else { return false }
+        return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino
+    }
+
+    static func run(_ a: Connection, _ b: Connection, options: DiffOptions, consumer: DiffConsumer) throws -> DiffSummary {
+        let comparison = try SchemaComparison(a: try a.readSchema(), b: try b.readSchema(), connectionA: a, connectionB: b,
+                                              options: options)
+        try consumer.begin(comparison)
+        var summary = DiffSummary()
+        summary.schemaChanges = comparison.changes
+        if !options.schemaOnly {
+            var work: [(a: Table?, b: Table?, rebuild: Bool)] = []
+            for pair in comparison.sameTables { work.append((pair.a, pair.b, false)) }
+            for pair in comparison.changedTables {
+                work.append(consumer.rebuildsChangedTables && !options.dataOnly ? (nil, pair.b, true) : (pair.a, pair.b, false))
+            }
+            if !options.dataOnly {
+                for table in comparison.addedTables { work.append((nil, table, false)) }
+            }
+            work.sort { compareNames(($0.b ?? $0.a)!.name, ($1.b ?? $1.a)!.name) }
+            for item in work {
+                let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer)
+                summary.tables.append(((item.b ?? item.a)!.name, counts))
+            }
+            if !options.dataOnly {
+                for table in comparison.droppedTables {
+                    var counts = ChangeCounts()
+                    if table.problem == nil, case .integer(let n) = try a.scalar("SELECT count(*) FROM \(quoteIdentifier(table.name))") ?? .null {
+                        counts.deleted = Int(n)
+                    }
+                    summary.tables.append((table.name, counts))
+                }
+                summary.tables.sort { compareNames($0.name, $1.name) }
+            }
+        }
+        progress?(nil, 0)
+        try consumer.finish(summary)
+        return summary
+    }
+
+    // MARK: Planning
+
+    /// The columns whose values are content: visible columns of virtual
+    /// tables, non-generated columns of other tables.
+    static func contentColumns(_ table: Table) -> [Column] {
+        table.columns.filter { $0.hidden == .normal }
+    }
+
+    static func rowidName(_ tables: [Table]) -> String {
+        let names = Set(tables.flatMap { $0.columns.map { $0.name.lowercased() } })
+        return ["rowid", "_rowid_", "oid"].first { !names.contains($0) } ?? "rowid"
+    }
+
+    /// How to read and match `b` against `a` (either may be nil: table on one side only).
+    static func plan(_ a: Table?, _ b: Table?, options: DiffOptions, keylessMode: MatchMode? = nil) throws -> TablePlan {
+        let reference = (b ?? a)!
+        let both = [a, b].compactMap { $0 }
+        // Columns present on both sides (all of B's when A is absent), in B's order.
+        var columns = contentColumns(reference)
+        if let a, let b {
+            let namesA = Set(contentColumns(a).map { $0.name.lowercased() })
+            columns = contentColumns(b).filter { namesA.contains($0.name.lowercased()) }
+        }
+        let ignored = Set(options.ignoredColumns.compactMap { spec -> String? in
+            guard let dot = spec.lastIndex(of: ".") else { return nil }
+            return spec[..<dot].lowercased() == reference.name.lowercased() ? spec[spec.index(after: dot)...].lowercased() : nil
+        })
+        var names = columns.map(\.name)
+        var keyNames: [String] = []
+        var mode: MatchMode = .key
+        var rowidColumn: String? = nil
+        let isVirtual = reference.kind == .virtual
+        let userKey = options.keys.first { $0.key.lowercased() == reference.name.lowercased() }?.value
+        let declaredKeys = both.map { $0.primaryKey.map { $0.name.lowercased() } }
+        let sameKey = declaredKeys.allSatisfy { $0 == declaredKeys[0] } && !declaredKeys[0].isEmpty
+        let rowidTables = both.allSatisfy { !$0.withoutRowid }
+        if let userKey {
+            keyNames = userKey
+        } else if isVirtual {
+            mode = .rowid
+        } else if sameKey {
+            keyNames = reference.primaryKey.map(\.name)
+        } else if options.matchRowid && rowidTables {
+            mode = .rowid
+        } else if let keylessMode, keylessMode == .rowid, rowidTables {
+            mode = .rowid
+        } else {
+            mode = .multiset
+        }
+        if mode == .rowid {
+            let name = rowidName(both)
+            rowidColumn = name
+            names.insert(name, at: 0)
+        }
+        let lowered = names.map { $0.lowercased() }
+        var keyIndexes: [Int] = []
+        switch mode {
+        case .key:
+            for key in keyNames {
+                guard let i = lowered.firstIndex(of: key.lowercased()) else {
+                    throw DatabaseError(code: .error, message: "no column \(key) in table \(reference.name) (from --key)")
+                }
+                keyIndexes.append(i)
+            }
+        case .rowid:
+            keyIndexes = [0]
+        case .multiset:
+            keyIndexes = names.indices.filter { !ignored.contains(lowered[$0]) }
+        }
+        let keySet = Set(keyIndexes)
+        let compared = names.indices.filter { !keySet.contains($0) && !ignored.contains(lowered[$0]) }
+        return TablePlan(name: reference.name, columns: names, keyIndexes: keyIndexes, comparedIndexes: compared, mode: mode,
+                         rowidColumn: rowidColumn, onlyInB: a == nil, onlyInA: b == nil, isVirtual: isVirtual,
+                         userKey: userKey != nil)
+    }
+
+    /// SELECT of the plan's columns from `table`, ordered by the key under
+    /// BINARY (never the column's collation). For a multiset, each column is
+    /// followed by typeof() so that 1 sorts before 1.0 on both sides alike.
+    static func selectSQL(_ plan: TablePlan) -> String {
+        let list = plan.columns.isEmpty ? "NULL" : plan.columns.enumerated().map { i, name in
+            i == 0 && plan.rowidColumn != nil ? name : quoteIdentifier(name)
+        }.joined(separator: ", ")
+        var order: [String] = []
+        for i in plan.keyIndexes {
+            let column = i == 0 && plan.rowidColumn != nil ? plan.columns[0] : quoteIdentifier(plan.columns[i])
+            if plan.rowidColumn != nil && i == 0 { order.append(column); continue }
+            order.append(column + " COLLATE BINARY")
+            if plan.mode == .multiset || plan.userKey { order.append("typeof(\(column))") }
+        }
+        if order.count > 2000 { order = plan.keyIndexes.prefix(2000).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
+        return "SELECT \(list) FROM \(quoteIdentifier(plan.name))" + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
+    }
+
+    // MARK: Merging
+
+    static func diffTable(_ ca: Connection, _ ta: Table?, _ cb: Connection, _ tb: Table?, options: DiffOptions,
+                          consumer: DiffConsumer) throws -> ChangeCounts {
+        let reference = (tb ?? ta)!
+        if let problem = reference.problem {
+            throw DatabaseError(code: .error, message: "cannot read table \(reference.name): \(problem)")
+        }
+        var options = options
+        var plan = try plan(ta, tb, options: options)
+        if plan.userKey && consumer.wantsRowidsForKeylessTables && !(ta?.withoutRowid ?? false) && !(tb?.withoutRowid ?? false) {
+            // A patch cannot address rows by a --key that may repeat: tables
+            // without a primary key are written by rowid whatever --key says.
+            options.keys = options.keys.filter { $0.key.lowercased() != reference.name.lowercased() }
+            plan = try self.plan(ta, tb, options: options)
+        }
+        if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
+            // Rows equal by rowid are equal as a multiset: that cheap pass in
+            // rowid order (stopping at the first difference) spares the sorted
+            // one for identical tables, the common case of a backup.
+            let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
+            if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true).total == 0 {
+                try consumer.beginTable(plan)
+                try consumer.endTable(plan, counts: ChangeCounts())
+                return ChangeCounts()
+            }
+            // Count as multisets; match by rowid only if they differ.
+            let counting = try merge(ca, cb, plan: plan, consumer: nil)
+            if counting.total == 0 {
+                try consumer.beginTable(plan)
+                try consumer.endTable(plan, counts: counting)
+                return counting
+            }
+            let rowidPlan = try self.plan(ta, tb, options: options, keylessMode: .rowid)
+            if rowidPlan.mode == .rowid {
+                plan = rowidPlan
+                try consumer.beginTable(plan)
+                _ = try merge(ca, cb, plan: plan, consumer: consumer)
+                try consumer.endTable(plan, counts: counting)
+                return counting
+            }
+        }
+        try consumer.beginTable(plan)
+        let counts = try merge(ta == nil ? nil : ca, tb == nil ? nil : cb, plan: plan, consumer: consumer)
+        try consumer.endTable(plan, counts: counts)
+        return counts
+    }
+
+    /// One pass over both sides in key order. A nil connection is an empty
+    /// side. Each side is read on its own thread (see `RowStream`).
+    static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
+                      stopAtFirstDifference: Bool = false) throws -> ChangeCounts {
+        let sql = selectSQL(plan)
+        let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
+        // In UTF-8 databases SQLite's BINARY order is the engine's order (with
+        // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
+        // there each side's order is checked row by row.
+        let checkOrder = plan.mode != .rowid && !bothUTF8
+        let sa = try ca.map { try RowStream(try $0.prepare(sql)) }
+        defer { sa?.close() }
+        let sb = try cb.map { try RowStream(try $0.prepare(sql)) }
+        defer { sb?.close() }
+        var hasA = try sa?.next() ?? false
+        var hasB = try sb?.next() ?? false
+        var counts = ChangeCounts()
+        var previousA: [Value] = [], previousB: [Value] = []
+        var changed: [Int] = []
+        let keys = plan.keyIndexes
+        var processed = 0
+        while hasA || hasB {
+            if stopAtFirstDifference && counts.total > 0 { break }
+            processed += 1
+            if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
+            let order: Int
+            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa!.row, sb!.row, keys) }
+            if order < 0 {
+                let ra = sa!.row
+                counts.deleted += 1
+                try consumer?.deleted(plan, old: ra)
+                if checkOrder { try checkAscending(ra, plan, &previousA, path: ca!.path) }
+                hasA = try sa!.next()
+            } else if order > 0 {
+                let rb = sb!.row
+                counts.inserted += 1
+                try consumer?.inserted(plan, new: rb)
+                if checkOrder { try checkAscending(rb, plan, &previousB, path: cb!.path) }
+                hasB = try sb!.next()
+            } else {
+                let ra = sa!.row, rb = sb!.row
+                if compareBytes(ra.encoded, rb.encoded) != 0 {
+                    changed.removeAll(keepingCapacity: true)
+                    for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
+                    if !changed.isEmpty {
+                        counts.updated += 1
+                        try consumer?.updated(plan, old: ra, new: rb, changed: changed)
+                    }
+                }
+                if checkOrder {
+                    try checkAscending(ra, plan, &previousA, path: ca!.path)
+                    try checkAscending(rb, plan, &previousB, path: cb!.path)
+                }
+                hasA = try sa!.next()
+                hasB = try sb!.next()
+            }
+        }
+        return counts
+    }
+
+    static func isUTF8(_ connection: Connection?) throws -> Bool {
+        guard let connection else { return true }
+        return try connection.scalar("PRAGMA encoding") == .text("UTF-8")
+    }
+
+    /// Fails when a side's rows do not come in the engine's order (a text key
+    /// in a UTF-16 database, whose BINARY order is not UTF-8 byte order):
+    /// the merge would otherwise report wrong differences.
+    static func checkAscending(_ row: DiffRow, _ plan: TablePlan, _ previous: inout [Value], path: String) throws {
+        let key = plan.keyIndexes.map { row.value(at: $0) }
+        if !previous.isEmpty {
+            var c = 0
+            for (x, y) in zip(previous, key) { c = Value.compare(x, y); if c != 0 { break } }
+            let ok = plan.mode == .multiset || plan.userKey ? c <= 0 : c < 0
+            if !ok {
+                throw DatabaseError(code: .error, message: "rows of table \(plan.name) do not come in exact key order (a UTF-16 database with text keys?); cannot compare it", path: path)
+            }
+        }
+        previous = key
+    }
+
+    /// Compares the key columns of two rows in the engine's exact order.
+    @inline(__always)
+    static func compareKey(_ a: DiffRow, _ b: DiffRow, _ indexes: [Int]) -> Int {
+        for i in indexes {
+            let c = compareCells(a, b, i)
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// `Value.compare` on column `i` of two rows, without copying.
+    @inline(__always)
+    static func compareCells(_ a: DiffRow, _ b: DiffRow, _ i: Int) -> Int {
+        let ta = a.storageClass(at: i), tb = b.storageClass(at: i)
+        switch (ta, tb) {
+        case (.integer, .integer):
+            let x = a.int64(at: i), y = b.int64(at: i)
+            return x < y ? -1 : (x == y ? 0 : 1)
+        case (.null, .null):
+            return 0
+        case (.text, .text), (.blob, .blob):
+            return compareBytes(a.bytes(at: i), b.bytes(at: i))
+        default:
+            return Value.compare(a.value(at: i), b.value(at: i))
+        }
+    }
+
+    /// Exact equality of column `i`: same storage class, same bits or bytes.
+    @inline(__always)
+    static func cellsIdentical(_ a: DiffRow, _ b: DiffRow, _ i: Int) -> Bool {
+        let t = a.storageClass(at: i)
+        guard t == b.storageClass(at: i) else { return false }
+        switch t {
+        case .null: return true
+        case .integer: return a.int64(at: i) == b.int64(at: i)
+        case .real: return a.double(at: i).bitPattern == b.double(at: i).bitPattern
+        case .text, .blob: return compareBytes(a.bytes(at: i), b.bytes(at: i)) == 0
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

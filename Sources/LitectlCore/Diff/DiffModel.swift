@@ -1,0 +1,101 @@
+// The vocabulary of a diff: what to compare (options), how each table's rows
+// are matched (plan), the schema changes found, and the callbacks through
+// which the engine reports them to a writer.
+
+/// What `DiffEngine` compares.
+public struct DiffOptions: Sendable {
+    /// Only these tables (empty: all).
+    public var tables: [String] = []
+    /// Never these tables.
+    public var excluded: [String] = []
+    /// `TABLE.COLUMN` pairs left out of comparisons.
+    public var ignoredColumns: [String] = []
+    public var schemaOnly = false
+    public var dataOnly = false
+    /// Key columns for tables without a primary key (table name → columns).
+    public var keys: [String: [String]] = [:]
+    /// Match rows of tables without a primary key by rowid (as sqldiff does).
+    public var matchRowid = false
+    public init() {}
+}
+
+/// How the rows of one table are matched between A and B.
+public enum MatchMode: String, Sendable {
+    /// By the declared primary key (or `--key`).
+    case key
+    /// By rowid.
+    case rowid
+    /// No key: rows compared as a multiset of whole rows.
+    case multiset
+}
+
+/// How one table's rows are read and compared.
+public struct TablePlan: Sendable {
+    public var name: String
+    /// The selected columns, in order; the first is the rowid when `rowidColumn` is set.
+    public var columns: [String]
+    /// Indexes into `columns` of the matching key, in key order.
+    public var keyIndexes: [Int]
+    /// Indexes into `columns` that are compared (not ignored, not key).
+    public var comparedIndexes: [Int]
+    public var mode: MatchMode
+    /// The name the rowid is selected under ("rowid", "_rowid_" or "oid"), when selected.
+    public var rowidColumn: String?
+    /// True when the table exists only in B (every row is an insert).
+    public var onlyInB = false
+    /// True when the table exists only in A (every row is a delete).
+    public var onlyInA = false
+    /// True for a virtual table.
+    public var isVirtual = false
+    /// True when the key came from `--key` (it may repeat; rows are paired in order).
+    public var userKey = false
+}
+
+/// Counts of row changes in one table.
+public struct ChangeCounts: Sendable, Equatable {
+    public var inserted = 0
+    public var deleted = 0
+    public var updated = 0
+    public var total: Int { inserted + deleted + updated }
+    public init() {}
+}
+
+/// One difference in the schema.
+public struct SchemaChange: Sendable {
+    public enum Operation: String, Sendable { case added, dropped, changed }
+    /// "table", "index", "view", "trigger" or "pragma".
+    public var objectType: String
+    public var name: String
+    public var operation: Operation
+    /// What changed, in words (columns added, types changed, ...).
+    public var details: [String]
+    public var oldSQL: String?
+    public var newSQL: String?
+}
+
+/// Receives what the engine finds, in order: `begin` once, then for each
+/// table `beginTable`, its row changes, `endTable`, and `finish` once.
+/// DiffRow views are valid only during the call.
+public protocol DiffConsumer: AnyObject {
+    /// True when the consumer wants shape-changed tables as "B's rows all
+    /// inserted" (a rebuild) rather than compared on their common columns.
+    var rebuildsChangedTables: Bool { get }
+    /// True when tables without a key that differ as multisets should then be
+    /// matched by rowid (so that a patch reproduces B's rowids too).
+    var wantsRowidsForKeylessTables: Bool { get }
+    func begin(_ diff: SchemaComparison) throws
+    func beginTable(_ plan: TablePlan) throws
+    func inserted(_ plan: TablePlan, new: DiffRow) throws
+    func deleted(_ plan: TablePlan, old: DiffRow) throws
+    func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws
+    func endTable(_ plan: TablePlan, counts: ChangeCounts) throws
+    func finish(_ summary: DiffSummary) throws
+}
+
+/// The outcome of a diff.
+public struct DiffSummary: Sendable {
+    public var schemaChanges: [SchemaChange] = []
+    public var tables: [(name: String, counts: ChangeCounts)] = []
+    public var identical: Bool { schemaChanges.isEmpty && tables.allSatisfy { $0.counts.total == 0 } }
+    public init() {}
+}

@@ -1,0 +1,287 @@
+// Reads one side of a table diff on its own thread: the thread steps the
+// statement and copies rows into compact batches that the merge (on the
+// calling thread) reads through `DiffRow` views. A bounded queue of batches
+// keeps memory flat; the two sides of a table are read at once.
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Rows copied out of SQLite: for each column a storage-class tag byte, then
+/// 8 bytes (INTEGER, REAL bits) or the TEXT/BLOB bytes; `offsets` holds, per
+/// row, where each column starts and where the row ends.
+final class RowBatch {
+    var bytes: UnsafeMutablePointer<UInt8>
+    var byteCapacity: Int
+    var byteCount = 0
+    var offsets: UnsafeMutablePointer<Int>
+    var offsetCapacity: Int
+    var offsetCount = 0
+    let columns: Int
+    var rows = 0
+
+    init(columns: Int, byteCapacity: Int = 1 << 16) {
+        self.columns = columns
+        self.byteCapacity = byteCapacity
+        bytes = .allocate(capacity: byteCapacity)
+        offsetCapacity = (columns + 1) * 256
+        offsets = .allocate(capacity: offsetCapacity)
+    }
+
+    deinit {
+        bytes.deallocate()
+        offsets.deallocate()
+    }
+
+    func reserve(_ extra: Int) {
+        guard byteCount + extra > byteCapacity else { return }
+        var capacity = byteCapacity * 2
+        while capacity < byteCount + extra { capacity *= 2 }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.update(from: bytes, count: byteCount)
+        bytes.deallocate()
+        bytes = grown
+        byteCapacity = capacity
+    }
+
+    func addOffset(_ value: Int) {
+        if offsetCount == offsetCapacity {
+            let grown = UnsafeMutablePointer<Int>.allocate(capacity: offsetCapacity * 2)
+            grown.update(from: offsets, count: offsetCount)
+            offsets.deallocate()
+            offsets = grown
+            offsetCapacity *= 2
+        }
+        offsets[offsetCount] = value
+        offsetCount += 1
+    }
+
+    /// Copies the statement's current row.
+    func append(_ statement: OpaquePointer) {
+        for i in 0..<Int32(columns) {
+            addOffset(byteCount)
+            let type = sqlite3_column_type(statement, i)
+            switch type {
+            case SQLITE_INTEGER, SQLITE_FLOAT:
+                reserve(9)
+                bytes[byteCount] = UInt8(type)
+                let bits = type == SQLITE_INTEGER ? UInt64(bitPattern: sqlite3_column_int64(statement, i))
+                                                  : sqlite3_column_double(statement, i).bitPattern
+                UnsafeMutableRawPointer(bytes + byteCount + 1).storeBytes(of: bits, as: UInt64.self)
+                byteCount += 9
+            case SQLITE_TEXT, SQLITE_BLOB:
+                let pointer: UnsafeRawPointer? = type == SQLITE_BLOB ? sqlite3_column_blob(statement, i)
+                    : sqlite3_column_text(statement, i).map { UnsafeRawPointer($0) }
+                let length = Int(sqlite3_column_bytes(statement, i))
+                reserve(1 + length)
+                bytes[byteCount] = UInt8(type)
+                if let pointer, length > 0 { (bytes + byteCount + 1).update(from: pointer.assumingMemoryBound(to: UInt8.self), count: length) }
+                byteCount += 1 + length
+            default:
+                reserve(1)
+                bytes[byteCount] = UInt8(SQLITE_NULL)
+                byteCount += 1
+            }
+        }
+        addOffset(byteCount)
+        rows += 1
+    }
+
+    func row(_ index: Int) -> DiffRow {
+        DiffRow(bytes: UnsafePointer(bytes), offsets: UnsafePointer(offsets + index * (columns + 1)), count: columns)
+    }
+}
+
+/// One row of a diff, read in place from its batch (valid during the callback).
+public struct DiffRow {
+    let bytes: UnsafePointer<UInt8>
+    let offsets: UnsafePointer<Int>
+    public let count: Int
+
+    @inline(__always) func start(_ i: Int) -> Int { offsets[i] }
+
+    public func storageClass(at index: Int) -> StorageClass {
+        StorageClass(rawValue: Int32(bytes[offsets[index]])) ?? .null
+    }
+
+    public func isNull(at index: Int) -> Bool { bytes[offsets[index]] == UInt8(SQLITE_NULL) }
+
+    public func int64(at index: Int) -> Int64 {
+        Int64(bitPattern: UnsafeRawPointer(bytes + offsets[index] + 1).loadUnaligned(as: UInt64.self))
+    }
+
+    public func double(at index: Int) -> Double {
+        Double(bitPattern: UnsafeRawPointer(bytes + offsets[index] + 1).loadUnaligned(as: UInt64.self))
+    }
+
+    /// TEXT (UTF-8) or BLOB bytes, borrowed.
+    public func bytes(at index: Int) -> UnsafeRawBufferPointer {
+        let s = offsets[index] + 1
+        return UnsafeRawBufferPointer(start: bytes + s, count: offsets[index + 1] - s)
+    }
+
+    /// The whole row's encoding (for a quick equality test).
+    var encoded: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + offsets[0], count: offsets[count] - offsets[0])
+    }
+
+    public func value(at index: Int) -> Value {
+        switch storageClass(at: index) {
+        case .null: return .null
+        case .integer: return .integer(int64(at: index))
+        case .real: return .real(double(at: index))
+        case .text: return .text(Array(bytes(at: index)))
+        case .blob: return .blob(Array(bytes(at: index)))
+        }
+    }
+
+    public func cell(at index: Int) -> Cell {
+        switch storageClass(at: index) {
+        case .null: return .null
+        case .integer: return .integer(int64(at: index))
+        case .real: return .real(double(at: index))
+        case .text: return .text(bytes(at: index))
+        case .blob: return .blob(bytes(at: index))
+        }
+    }
+}
+
+/// A bounded single-producer, single-consumer queue of batches.
+final class BatchQueue: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    private var items: [RowBatch] = []
+    private let capacity: Int
+    private var finished = false
+    private var cancelled = false
+    /// The reader's error, if it failed.
+    private(set) var failure: (any Error)?
+
+    init(capacity: Int = 4) {
+        self.capacity = capacity
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(&changed)
+    }
+
+    /// Adds a batch, waiting while the queue is full; false when cancelled.
+    func put(_ batch: RowBatch) -> Bool {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while items.count >= capacity && !cancelled { pthread_cond_wait(&changed, &mutex) }
+        if cancelled { return false }
+        items.append(batch)
+        pthread_cond_broadcast(&changed)
+        return true
+    }
+
+    /// Marks the end of the rows (with the reader's error, if any).
+    func finish(_ error: (any Error)?) {
+        pthread_mutex_lock(&mutex)
+        finished = true
+        failure = error
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// The next batch, nil at the end; throws the reader's error.
+    func take() throws -> RowBatch? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while items.isEmpty && !finished { pthread_cond_wait(&changed, &mutex) }
+        if !items.isEmpty {
+            let batch = items.removeFirst()
+            pthread_cond_broadcast(&changed)
+            return batch
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    func cancel() {
+        pthread_mutex_lock(&mutex)
+        cancelled = true
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Waits until the reader has finished (after `cancel`, promptly).
+    func waitFinished() {
+        pthread_mutex_lock(&mutex)
+        while !finished { pthread_cond_wait(&changed, &mutex) }
+        pthread_mutex_unlock(&mutex)
+    }
+}
+
+/// Steps a prepared statement on its own thread into a `BatchQueue`.
+/// The statement's connection is used by that thread alone until the queue
+/// reports the end (`waitFinished`).
+final class RowStream: @unchecked Sendable {
+    let statement: Statement
+    let queue = BatchQueue()
+    let columns: Int
+    var batch: RowBatch?
+    var index = 0
+    private var thread = pthread_t()
+
+    init(_ statement: Statement) throws {
+        self.statement = statement
+        columns = statement.columnCount
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let stream = Unmanaged<RowStream>.fromOpaque(raw!).takeRetainedValue()
+            stream.produce()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<RowStream>.fromOpaque(context).release()
+            throw DatabaseError(code: .error, message: "cannot start a reader thread (error \(rc))")
+        }
+        pthread_detach(thread)
+    }
+
+    private func produce() {
+        let handle = statement.handle
+        var current = RowBatch(columns: columns)
+        do {
+            while try statement.step() {
+                current.append(handle)
+                if current.byteCount >= 1 << 16 || current.rows >= 1024 {
+                    guard queue.put(current) else { queue.finish(nil); return }
+                    current = RowBatch(columns: columns)
+                }
+            }
+            if current.rows > 0 { _ = queue.put(current) }
+            queue.finish(nil)
+        } catch {
+            queue.finish(error)
+        }
+    }
+
+    /// Moves to the next row; false at the end.
+    func next() throws -> Bool {
+        if let batch, index + 1 < batch.rows {
+            index += 1
+            return true
+        }
+        batch = nil
+        guard let next = try queue.take() else { return false }
+        batch = next
+        index = 0
+        return next.rows > 0
+    }
+
+    var row: DiffRow { batch!.row(index) }
+
+    /// Stops the reader and waits for it, so that the statement can be finalized.
+    func close() {
+        queue.cancel()
+        queue.waitFinished()
+    }
+}

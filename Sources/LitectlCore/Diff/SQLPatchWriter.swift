@@ -1,0 +1,243 @@
+// Writes a diff as a SQL script that, run with the plain sqlite3 CLI on A,
+// makes A equal to B: one transaction, foreign keys off, triggers dropped
+// around the data changes and recreated, changed tables rebuilt, values
+// written with the exact literal writer (bit-exact REALs, CR/LF and NUL safe).
+
+/// A `DiffConsumer` that writes the patch script to a sink.
+public final class SQLPatchWriter: DiffConsumer {
+    let sink: ByteSink
+    var comparison: SchemaComparison!
+    var started = false
+    var line: [UInt8] = []
+    /// Updates and inserts of the current table, written after its deletes so
+    /// that a re-keyed row, a key that changes only in case under NOCASE or
+    /// from 1 to 1.0, or a UNIQUE value moving to a new row never conflicts
+    /// with a row still to be deleted. A temporary file keeps memory flat.
+    var spool: UnsafeMutablePointer<FILE>?
+    var spooling = false
+    /// Tables whose rows may have moved sqlite_sequence during the patch.
+    var touchedAutoincrement = false
+    var autoincrementTables: Set<String> = []
+
+    public init(sink: ByteSink) { self.sink = sink }
+
+    public var rebuildsChangedTables: Bool { true }
+    public var wantsRowidsForKeylessTables: Bool { true }
+
+    func emit(_ text: String) {
+        sink.write(Array(text.utf8))
+        sink.write([0x0A])
+    }
+
+    func flushLine() {
+        line.append(0x0A)
+        sink.write(line)
+        line.removeAll(keepingCapacity: true)
+    }
+
+    func spoolLine() throws {
+        line.append(0x0A)
+        if spool == nil {
+            spool = tmpfile()
+            guard spool != nil else { throw DatabaseError(code: .ioerr, message: "cannot create a temporary file: \(String(cString: strerror(errno)))") }
+        }
+        let written = line.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, spool) }
+        guard written == line.count else { throw DatabaseError(code: .ioerr, message: "cannot write a temporary file") }
+        spooling = true
+        line.removeAll(keepingCapacity: true)
+    }
+
+    deinit { if let spool { fclose(spool) } }
+
+    public func begin(_ diff: SchemaComparison) throws {
+        comparison = diff
+        autoincrementTables = Set((diff.a.tables + diff.b.tables).filter(\.autoincrement).map { $0.name.lowercased() })
+        if !diff.changes.isEmpty { start() }
+    }
+
+    /// The preamble, written before the first change: foreign keys off, the
+    /// transaction, triggers and changed schema objects dropped, new and
+    /// rebuilt tables created.
+    func start() {
+        guard !started else { return }
+        started = true
+        let c = comparison!
+        emit("-- litectl diff: run with sqlite3 on the first database to make it equal to the second.")
+        emit("PRAGMA foreign_keys=OFF;")
+        emit("BEGIN;")
+        emit("PRAGMA defer_foreign_keys=ON;")
+        for trigger in c.triggersA { emit("DROP TRIGGER IF EXISTS \(quoteIdentifier(trigger.name));") }
+        guard !c.options.dataOnly else { return }
+        for view in c.viewsToDrop { emit("DROP VIEW IF EXISTS \(quoteIdentifier(view.name));") }
+        for index in c.indexesToDrop { emit("DROP INDEX IF EXISTS \(quoteIdentifier(index.name));") }
+        for table in c.droppedTables { emit("DROP TABLE \(quoteIdentifier(table.name));") }
+        if !c.options.schemaOnly {
+            for pair in c.changedTables {
+                emit("DROP TABLE \(quoteIdentifier(pair.a.name));")
+                emit((pair.b.sql ?? "") + ";")
+            }
+        } else {
+            for pair in c.changedTables {
+                emit("-- table \(pair.b.name): definition changed; --schema-only leaves it (rebuilding needs its data)")
+            }
+        }
+        for table in c.addedTables { emit((table.sql ?? "") + ";") }
+    }
+
+    public func beginTable(_ plan: TablePlan) throws {}
+
+    func appendTable(_ plan: TablePlan) {
+        line.append(contentsOf: quoteIdentifier(plan.name).utf8)
+    }
+
+    func appendColumn(_ plan: TablePlan, _ i: Int) {
+        if i == 0, let rowid = plan.rowidColumn {
+            line.append(contentsOf: rowid.utf8)
+        } else {
+            line.append(contentsOf: quoteIdentifier(plan.columns[i]).utf8)
+        }
+    }
+
+    func appendCell(_ row: DiffRow, _ i: Int) {
+        row.value(at: i).appendSQLLiteral(to: &line)
+    }
+
+    func appendWhere(_ plan: TablePlan, _ row: DiffRow) {
+        line.append(contentsOf: " WHERE ".utf8)
+        if plan.mode == .multiset {
+            // No key: delete one row holding exactly these values.
+            line.append(contentsOf: "rowid = (SELECT rowid FROM ".utf8)
+            appendTable(plan)
+            line.append(contentsOf: " WHERE ".utf8)
+            appendConditions(plan, row, plan.columns.indices.map { $0 })
+            line.append(contentsOf: " LIMIT 1)".utf8)
+        } else {
+            appendConditions(plan, row, plan.keyIndexes)
+        }
+    }
+
+    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) {
+        for (n, i) in indexes.enumerated() {
+            if n > 0 { line.append(contentsOf: " AND ".utf8) }
+            appendColumn(plan, i)
+            if row.isNull(at: i) {
+                line.append(contentsOf: " IS NULL".utf8)
+            } else {
+                line.append(contentsOf: (plan.mode == .multiset ? " IS " : "=").utf8)
+                appendCell(row, i)
+            }
+        }
+    }
+
+    func noteTouched(_ plan: TablePlan) {
+        start()
+        if autoincrementTables.contains(plan.name.lowercased()) { touchedAutoincrement = true }
+    }
+
+    public func inserted(_ plan: TablePlan, new: DiffRow) throws {
+        noteTouched(plan)
+        line.append(contentsOf: "INSERT INTO ".utf8)
+        appendTable(plan)
+        line.append(UInt8(ascii: "("))
+        for i in plan.columns.indices {
+            if i > 0 { line.append(UInt8(ascii: ",")) }
+            appendColumn(plan, i)
+        }
+        line.append(contentsOf: ") VALUES(".utf8)
+        for i in plan.columns.indices {
+            if i > 0 { line.append(UInt8(ascii: ",")) }
+            appendCell(new, i)
+        }
+        line.append(contentsOf: ");".utf8)
+        try spoolLine()
+    }
+
+    public func deleted(_ plan: TablePlan, old: DiffRow) throws {
+        noteTouched(plan)
+        line.append(contentsOf: "DELETE FROM ".utf8)
+        appendTable(plan)
+        appendWhere(plan, old)
+        line.append(UInt8(ascii: ";"))
+        flushLine()
+    }
+
+    public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
+        noteTouched(plan)
+        line.append(contentsOf: "UPDATE ".utf8)
+        appendTable(plan)
+        line.append(contentsOf: " SET ".utf8)
+        for (n, i) in changed.enumerated() {
+            if n > 0 { line.append(UInt8(ascii: ",")) }
+            appendColumn(plan, i)
+            line.append(UInt8(ascii: "="))
+            appendCell(new, i)
+        }
+        appendWhere(plan, old)
+        line.append(UInt8(ascii: ";"))
+        try spoolLine()
+    }
+
+    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
+        guard spooling, let spool else { return }
+        spooling = false
+        fflush(spool)
+        rewind(spool)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, spool) }
+            if n == 0 { break }
+            sink.write(Array(buffer[0..<n]))
+        }
+        if ferror(spool) != 0 { throw DatabaseError(code: .ioerr, message: "cannot read a temporary file") }
+        rewind(spool)
+        _ = ftruncate(fileno(spool), 0)
+    }
+
+    public func finish(_ summary: DiffSummary) throws {
+        let c = comparison!
+        let sequenceDiffers = c.wholeDatabase && !c.options.dataOnly && !sequencesEqual(c.sequenceA, c.sequenceB)
+        let pragmasDiffer = c.userVersion.a != c.userVersion.b || c.applicationID.a != c.applicationID.b
+        if sequenceDiffers || pragmasDiffer { start() }
+        guard started else { try sink.flush(); return }
+        if c.options.dataOnly {
+            for trigger in c.triggersA { emit(trigger.sql + ";") }
+        } else {
+            for index in c.indexesToCreate { if let sql = index.sql { emit(sql + ";") } }
+            for view in c.viewsToCreate { emit(view.sql + ";") }
+            for trigger in c.triggersB { emit(trigger.sql + ";") }
+        }
+        if c.wholeDatabase && !c.options.dataOnly && (sequenceDiffers || touchedAutoincrement) {
+            if let rows = c.sequenceB {
+                emit("DELETE FROM sqlite_sequence;")
+                for row in rows {
+                    line.append(contentsOf: "INSERT INTO sqlite_sequence(rowid,name,seq) VALUES(".utf8)
+                    row[2].appendSQLLiteral(to: &line)
+                    line.append(UInt8(ascii: ","))
+                    row[0].appendSQLLiteral(to: &line)
+                    line.append(UInt8(ascii: ","))
+                    row[1].appendSQLLiteral(to: &line)
+                    line.append(contentsOf: ");".utf8)
+                    flushLine()
+                }
+            } else if c.sequenceA != nil {
+                emit("DELETE FROM sqlite_sequence;")
+            }
+        }
+        if c.userVersion.a != c.userVersion.b { emit("PRAGMA user_version=\(c.userVersion.b);") }
+        if c.applicationID.a != c.applicationID.b { emit("PRAGMA application_id=\(c.applicationID.b);") }
+        emit("COMMIT;")
+        try sink.flush()
+    }
+
+    func sequencesEqual(_ x: [[Value]]?, _ y: [[Value]]?) -> Bool {
+        // By content (name, seq): rowids alone do not make a difference.
+        func content(_ rows: [[Value]]?) -> [[Value]] { (rows ?? []).map { Array($0.prefix(2)) }.sorted { Value.compare($0[0], $1[0]) < 0 } }
+        return content(x) == content(y)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

@@ -1,0 +1,165 @@
+// `litectl diff A B`: what differs between two databases, for people, as a
+// SQL patch, or as JSON.
+import ArgumentParser
+import LitectlCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum DiffFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, sql, json, jsonl, changeset
+}
+
+struct Diff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compare two databases row by row and schema object by schema object.",
+        discussion: """
+            Rows are matched by the declared primary key (composite keys, WITHOUT ROWID \
+            tables, INTEGER PRIMARY KEY = rowid). A table without a primary key is \
+            compared as a multiset of whole rows (a row deleted and re-inserted under \
+            a new rowid is no change), unless --key TABLE=COL,... names key columns or \
+            --rowid asks to match by rowid as sqldiff does. Values compare exactly: \
+            1, 1.0, '1' and x'31' all differ, TEXT compares by its bytes (a NOCASE \
+            column's 'abc' and 'ABC' differ), REALs by their bits. Generated columns \
+            and hidden columns of virtual tables are not compared; shadow tables of \
+            virtual tables never are (the virtual table's rows are). sqlite_stat* \
+            tables are statistics and are not compared.
+
+            The schema diff reports tables added, dropped or changed (columns added, \
+            dropped, with a new type, NOT NULL, default, collation or key position), \
+            indexes, views and triggers added, dropped or changed (their SQL compared \
+            with whitespace normalized), user_version and application_id.
+
+            Formats (--format): text (default): one line per schema change, then per \
+            table `NAME: +inserted -deleted ~updated` and the changed rows (key, and \
+            for updates the changed columns as old → new; at most 1000 rows per table \
+            are listed, the counts are exact); --summary prints the counts only. Colour \
+            on a terminal unless NO_COLOR is set; progress on stderr when it is a \
+            terminal (every 100,000 rows of a table). \
+            sql: a script that, run with the sqlite3 CLI on A, makes A equal to B: one \
+            transaction; PRAGMA foreign_keys=OFF before it and defer_foreign_keys \
+            inside; A's triggers dropped first and B's created last, so that none fires \
+            during the patch; a table whose definition changed is dropped, created as \
+            in B and filled with B's rows (then B's indexes); new tables created and \
+            filled; virtual tables written through the table, never their shadow \
+            tables; generated columns never written; sqlite_sequence, user_version and \
+            application_id set as in B. Rows of tables without a primary key are \
+            written by rowid when the table differs, so the patched table has B's \
+            rowids too (whatever --key says: a --key may repeat). Values are exact SQL literals (REALs bit for bit, TEXT with CR \
+            or NUL as CAST(x'..' AS TEXT)). Nothing is printed when A and B are equal. \
+            json / jsonl: one object per change: {"type":"schema", "object", "name", \
+            "operation", "details", "old_sql", "new_sql"} and {"type":"row", "table", \
+            "operation" (insert, delete, update), "match" (key, rowid, multiset), \
+            "key", "old", "new"} with values in litectl's lossless JSON encoding (the \
+            same as query's); for updates old and new hold the changed columns only. \
+            changeset: the session extension's binary changeset (for \
+            sqlite3changeset_apply or litectl patch) with the row changes of tables \
+            that have a primary key and the same definition on both sides; other \
+            tables (no primary key, generated columns, schema changes) are left out \
+            and named on stderr.
+
+            --ignore-column TABLE.COL leaves a column out of the comparison (it is still \
+            written in INSERTs of the sql format). --table limits the diff to the named \
+            tables (their indexes and triggers; views and database settings are then \
+            left out); --exclude leaves tables or views out.
+
+            Both databases are opened read-only, each read inside one transaction (one \
+            consistent snapshot, WAL included), on separate connections: A and B may \
+            differ in page size and text encoding. The same file given twice is \
+            identical at once. A missing B is an error and is never created.
+
+            Exit status: 0 identical (after filters), 1 different, 2 error.
+            """)
+
+    @Argument(help: ArgumentHelp("The first database (the one a sql patch applies to).", valueName: "a"))
+    var a: String
+
+    @Argument(help: ArgumentHelp("The second database (the target).", valueName: "b"))
+    var b: String
+
+    @Option(help: ArgumentHelp("Output format: text, sql, json, jsonl or changeset.", valueName: "format"))
+    var format: DiffFormat = .text
+
+    @Flag(help: "Counts only: one line per changed table and per schema change (text format).")
+    var summary = false
+
+    @Option(name: .customLong("table"), help: ArgumentHelp("Compare only this table (repeatable).", valueName: "name"))
+    var tables: [String] = []
+
+    @Option(name: .customLong("exclude"), help: ArgumentHelp("Leave this table or view out (repeatable).", valueName: "name"))
+    var excluded: [String] = []
+
+    @Option(name: .customLong("ignore-column"), help: ArgumentHelp("Leave TABLE.COL out of comparisons (repeatable).", valueName: "table.col"))
+    var ignoredColumns: [String] = []
+
+    @Option(name: .customLong("key"), help: ArgumentHelp("Key columns for a table without a primary key: TABLE=COL,... (repeatable).", valueName: "table=cols"))
+    var keys: [String] = []
+
+    @Flag(help: "Match rows of tables without a primary key by rowid (as sqldiff does).")
+    var rowid = false
+
+    @Flag(help: "Compare the schema only.")
+    var schemaOnly = false
+
+    @Flag(help: "Compare the data only (tables present in both; their common columns).")
+    var dataOnly = false
+
+    @OptionGroup var database: DatabaseOptions
+
+    func validate() throws {
+        if schemaOnly && dataOnly { throw ValidationError("--schema-only and --data-only exclude each other.") }
+        for key in keys where !key.contains("=") { throw ValidationError("--key takes TABLE=COL,... (got \(key)).") }
+        for column in ignoredColumns where !column.contains(".") {
+            throw ValidationError("--ignore-column takes TABLE.COLUMN (got \(column)).")
+        }
+        if summary && format != .text { throw ValidationError("--summary goes with the text format.") }
+    }
+
+    func run() throws {
+        var options = DiffOptions()
+        options.tables = tables
+        options.excluded = excluded
+        options.ignoredColumns = ignoredColumns
+        options.schemaOnly = schemaOnly
+        options.dataOnly = dataOnly
+        options.matchRowid = rowid
+        for key in keys {
+            let parts = key.split(separator: "=", maxSplits: 1).map(String.init)
+            options.keys[parts[0]] = parts.count > 1 ? parts[1].split(separator: ",").map(String.init) : []
+        }
+        let sink = FileDescriptorSink()
+        let consumer: DiffConsumer
+        switch format {
+        case .sql:
+            consumer = SQLPatchWriter(sink: sink)
+        case .changeset:
+            consumer = ChangesetWriter(sink: sink)
+        case .json, .jsonl:
+            consumer = DiffReportWriter(sink: sink, style: format == .json ? .json : .jsonl)
+        case .text:
+            let colour = isatty(1) == 1 && getenv("NO_COLOR") == nil
+            consumer = DiffReportWriter(sink: sink, style: summary ? .summary : .text, colour: colour)
+        }
+        let result: DiffSummary
+        do {
+            // Progress only on a terminal, on stderr.
+            let showProgress = isatty(2) == 1
+            result = try DiffEngine.run(pathA: a, pathB: b, options: options, consumer: consumer,
+                                        busyTimeout: database.busyTimeout,
+                                        progress: showProgress ? { table, rows in
+                                            let line = table.map { "\r\u{1B}[Kdiff: \($0): \(rows) rows compared" } ?? "\r\u{1B}[K"
+                                            _ = line.withCString { write(2, $0, strlen($0)) }
+                                        } : nil)
+            try sink.flush()
+        } catch {
+            try? sink.flush()
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+        if let writer = consumer as? ChangesetWriter {
+            for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
+        }
+        if !result.identical { throw ExitStatus.findings }
+    }
+}

@@ -1,0 +1,86 @@
+// `litectl patch A PATCH`: applies a SQL patch to a database, all or nothing.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+extension ConflictPolicy: ExpressibleByArgument {}
+
+struct Patch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply a SQL patch or a changeset (from litectl diff) to a database, all or nothing.",
+        discussion: """
+            Runs the statements of PATCH (a file, or - for stdin) on A inside one \
+            BEGIN IMMEDIATE transaction with foreign-key enforcement off; the patch's \
+            own BEGIN/COMMIT and PRAGMA foreign_keys lines are skipped. On any error \
+            the transaction is rolled back and A is left as it was. --dry-run runs \
+            the patch, reports what it would change, and rolls back.
+
+            A changeset (litectl diff --format changeset, or any session-extension \
+            changeset; recognized by its content) is applied with \
+            sqlite3changeset_apply in the same kind of transaction. --on-conflict \
+            says what to do when a change meets a row that differs from what the \
+            changeset expects, a missing row or a constraint: abort (default: roll \
+            everything back, exit 2), omit (skip that change) or replace (overwrite \
+            the row where SQLite allows it, else skip). --invert applies the inverse \
+            changeset (undoes it).
+
+            Prints nothing on success unless --dry-run or --verbose: then one line, \
+            `N statements, M rows changed` (for a changeset, `changeset: M rows changed`).
+
+            Exit status: 0 applied (or the dry run succeeded), 2 error (A untouched).
+            """)
+
+    @Argument(help: ArgumentHelp("The database to patch.", valueName: "a"))
+    var a: String
+
+    @Argument(help: ArgumentHelp("The SQL patch file, or - for standard input.", valueName: "patch"))
+    var patch: String
+
+    @Flag(help: "Apply inside a transaction, report, and roll back.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("Changesets: abort, omit or replace on a conflict.", valueName: "policy"))
+    var onConflict: ConflictPolicy = .abort
+
+    @Flag(help: "Changesets: apply the inverse (undo the changeset).")
+    var invert = false
+
+    @Flag(help: "Report what was applied.")
+    var verbose = false
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        do {
+            let data = patch == "-" ? FileHandle.standardInput.readDataToEndOfFile()
+                                    : try readPatch(patch)
+            let bytes = [UInt8](data)
+            let result: PatchResult
+            if PatchApplier.isChangeset(bytes) {
+                result = try PatchApplier.applyChangeset(path: a, changeset: bytes, policy: onConflict, invert: invert,
+                                                         dryRun: dryRun, busyTimeout: database.busyTimeout)
+            } else {
+                if invert { throw ValidationError("--invert applies to changesets; \(patch) is SQL.") }
+                result = try PatchApplier.apply(path: a, script: String(decoding: bytes, as: UTF8.self), dryRun: dryRun,
+                                                busyTimeout: database.busyTimeout)
+            }
+            if (dryRun || verbose) && PatchApplier.isChangeset(bytes) {
+                printOut("changeset: \(result.rowsChanged) rows changed\(dryRun ? " (dry run: rolled back)" : "")")
+            } else if dryRun || verbose {
+                printOut("\(result.statements) statements, \(result.rowsChanged) rows changed\(dryRun ? " (dry run: rolled back)" : "")")
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+    }
+
+    func readPatch(_ path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw DatabaseError(code: .cantopen, message: "cannot read the patch file", path: path)
+        }
+        return data
+    }
+}
