@@ -24,7 +24,9 @@ func describe(_ error: any Error) -> String {
     return "\(error)"
 }
 
-/// Writes `text` and a newline on stdout.
+/// Writes `text` and a newline on stdout, at once: commands that stream rows
+/// write through their own buffered sink, and the two must not interleave.
 func printOut(_ text: String) {
     print(text)
+    fflush(nil)
 }
