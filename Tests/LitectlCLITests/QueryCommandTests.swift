@@ -294,6 +294,21 @@ func expectSameRows(litectl: [[[UInt8]]], oracle: [[[UInt8]]], context: String,
 
     // MARK: Fan-out
 
+    @Test func eachReportsASyntaxErrorOnceAndAnEmptyMatchAsAnError() throws {
+        let folder = try TemporaryFolder("cli-each-syntax")
+        for i in 0..<5 { try makeDatabase(folder.file("s\(i).db"), "CREATE TABLE t(x);") }
+        let syntax = try litectl("query", "--each", "s*.db", "SELEC 1", in: folder.path)
+        #expect(syntax.status == 2)
+        #expect(syntax.stderr == "litectl: near \"SELEC\": syntax error (in SQL: SELEC 1)\n")
+        let none = try litectl("query", "--each", "nothing*.db", "SELECT 1", in: folder.path)
+        #expect(none.status == 2)
+        #expect(none.stderr.hasSuffix("litectl: --each matched no database file\n"))
+        // A schema-dependent error is each file's own: reported per file, exit 1.
+        let table = try litectl("query", "--each", "s*.db", "SELECT * FROM nope", in: folder.path)
+        #expect(table.status == 1)
+        #expect(table.stderr.split(separator: "\n").count == 5)
+    }
+
     @Test func eachOverTwoHundredFilesWithOneBroken() throws {
         let folder = try TemporaryFolder("query-each")
         try FileManager.default.createDirectory(atPath: folder.file("shards"), withIntermediateDirectories: false)

@@ -38,6 +38,19 @@ import TestSupport
         for line in lines { _ = try JSONSerialization.jsonObject(with: Data(line.utf8)) }
     }
 
+    @Test func repeatedColumnNamesKeepEveryValueInJSON() throws {
+        let sink = MemorySink()
+        let writer = RowWriter(format: .jsonl, sink: sink)
+        writer.begin(columns: ["id", "id", "id:2", "x"])
+        writer.write([.integer(1), .integer(2), .integer(3), .null])
+        writer.finish()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sink.bytes)) as? [String: Any])
+        #expect(object.count == 4)
+        #expect(object["id"] as? Int == 1)
+        #expect(object["id:3"] as? Int == 2, "id:2 is taken by a real column")
+        #expect(object["id:2"] as? Int == 3)
+    }
+
     @Test func csvFollowsRFC4180() {
         let csv = render(.csv)
         #expect(csv.hasPrefix("i,r,t,b,n\r\n9223372036854775807,0.1,plain,00FF,\r\n"))

@@ -10,6 +10,23 @@ import Darwin
 
 /// `litectl query --each`: the same script on every file.
 public enum FanOutQuery {
+    /// Fails when `script` has a syntax error, found by preparing it on an
+    /// empty in-memory database: such an error would otherwise be reported
+    /// once per file. (Errors that depend on a file's schema, such as an
+    /// unknown table, are left to each file.)
+    public static func checkSyntax(_ script: String) throws {
+        let scratch = try Connection(inMemory: 0)
+        do {
+            try scratch.forEachStatement(in: script) { _ in }
+        } catch var error as DatabaseError {
+            let message = error.message
+            guard message.hasPrefix("near \"") || message.contains("syntax error") || message.contains("incomplete input")
+                    || message.contains("unrecognized token") else { return }
+            error.path = nil
+            throw error
+        }
+    }
+
     /// The files that `patterns` name: a pattern with `*`, `?` or `[` is a
     /// glob (matches sorted), anything else a path kept as given (a missing
     /// one fails when it is run). Duplicates are removed; the result is sorted

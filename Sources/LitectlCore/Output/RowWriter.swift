@@ -24,6 +24,9 @@ public final class RowWriter {
     public let headers: Bool
     let sink: ByteSink
     var columns: [String] = []
+    /// JSON object keys: the column names, a repeated one suffixed ":2", ":3"...
+    /// so that `SELECT a.id, b.id` loses neither value.
+    var jsonKeys: [[UInt8]] = []
     var rowCount = 0
     var line: [UInt8] = []
     /// For `table`: rows held back until the widths are known.
@@ -40,6 +43,7 @@ public final class RowWriter {
     /// Starts a result with these column names (in statement order).
     public func begin(columns: [String]) {
         self.columns = columns
+        jsonKeys = RowWriter.uniqueKeys(columns)
         rowCount = 0
         pending = []
         widths = nil
@@ -140,7 +144,7 @@ public final class RowWriter {
             }
         case .json, .jsonl:
             line.append(i == 0 ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            Array(columns[i].utf8).withUnsafeBytes { appendJSONString($0, to: &line) }
+            jsonKeys[i].withUnsafeBytes { appendJSONString($0, to: &line) }
             line.append(UInt8(ascii: ":"))
             cell.appendJSON(to: &line)
         case .markdown:
@@ -167,6 +171,22 @@ public final class RowWriter {
         }
         rowCount += 1
         sink.write(line)
+    }
+
+    static func uniqueKeys(_ names: [String]) -> [[UInt8]] {
+        var seen: [[UInt8]: Int] = [:]
+        var taken = Set(names.map { Array($0.utf8) })
+        return names.map { name in
+            let bytes = Array(name.utf8)
+            let count = (seen[bytes] ?? 0) + 1
+            seen[bytes] = count
+            guard count > 1 else { return bytes }
+            var n = count
+            var key = bytes + Array(":\(n)".utf8)
+            while taken.contains(key) { n += 1; key = bytes + Array(":\(n)".utf8) }
+            taken.insert(key)
+            return key
+        }
     }
 
     /// Ends the result (closes the JSON array, prints held-back table rows).

@@ -167,8 +167,10 @@ struct Query: ParsableCommand {
     }
 
     private func runEach(sql: String, parameters: QueryParameters, sink: FileDescriptorSink) throws {
+        try FanOutQuery.checkSyntax(sql)
         let (paths, unmatched) = FanOutQuery.expand(eachPatterns)
         for pattern in unmatched { printError("\(pattern): no file matches") }
+        if paths.isEmpty { throw DatabaseError(code: .cantopen, message: "--each matched no database file") }
         let writer = output.makeWriter(sink: sink)
         let failures = try FanOutQuery.run(
             paths: paths, script: sql, parameters: parameters,
