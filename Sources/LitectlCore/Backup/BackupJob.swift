@@ -85,7 +85,19 @@ public enum BackupJob {
 
         let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
         defer { copyFile.discard() }
-        let result = try HotCopy.copy(from: source, into: copyFile.path, options: request.copy, progress: progress)
+        let result: HotCopyResult
+        do {
+            result = try HotCopy.copy(from: source, into: copyFile.path, options: request.copy, progress: progress)
+        } catch var error as DatabaseError {
+            // Name the destination the user gave, not our temporary file; a
+            // full disk under VACUUM INTO surfaces on the source connection.
+            if error.path == copyFile.path { error.path = finalPath }
+            if request.copy.vacuum, [.full, .ioerr].contains(error.code.primary) {
+                error = DatabaseError(code: error.code, message: "cannot write the copy: \(error.code.primary)",
+                                      path: finalPath)
+            }
+            throw error
+        }
         try? source.close()
         // Hash (or gzip) on another core while this one fsyncs and runs the
         // check: they only read the copy, and each takes about as long.
@@ -108,7 +120,6 @@ public enum BackupJob {
                                 message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no backup kept: \(facts.checkResult)",
                                 path: request.source)
         }
-        try (gzFile ?? copyFile).commit(as: finalPath, replace: request.replaceExisting)
         let finished = Clock.wall()
 
         let manifest = BackupManifest(
@@ -121,8 +132,20 @@ public enum BackupJob {
             gzipLevel: request.gzipLevel, sha256: stored.sha256, databaseSHA256: database.sha256,
             userVersion: facts.userVersion, schemaHash: facts.schemaHash, sqliteVersion: Connection.sqliteVersion,
             verification: .init(mode: request.verify.rawValue, result: facts.checkResult))
+        // The manifest lands first, then the backup: a failure at either step
+        // (a full disk, a signal) leaves no backup under its final name. Until
+        // the backup is in place the manifest counts as a temporary file, and
+        // goes on an error or a signal.
         let manifestPath = BackupManifest.path(forBackup: finalPath)
-        try writeAtomically(Array((manifest.json.pretty + "\n").utf8), to: manifestPath, permissions: permissions)
+        let manifestSlot = TemporaryFiles.register(manifestPath)
+        defer { TemporaryFiles.unregister(manifestSlot) }
+        do {
+            try writeAtomically(Array((manifest.json.pretty + "\n").utf8), to: manifestPath, permissions: permissions)
+            try (gzFile ?? copyFile).commit(as: finalPath, replace: request.replaceExisting)
+        } catch {
+            unlink(manifestPath)
+            throw error
+        }
         return BackupOutcome(backupPath: finalPath, manifestPath: manifestPath, manifest: manifest)
     }
 

@@ -176,11 +176,11 @@ public enum HotCopy {
                 if sourceCode != SQLITE_OK && sourceCode & 0xFF == rc & 0xFF {
                     throw DatabaseError.fromConnection(source.rawHandle, code: rc, path: source.path)
                 }
-                var error = DatabaseError.fromConnection(target, code: rc, path: destination)
-                if rc & 0xFF == SQLITE_FULL || rc & 0xFF == SQLITE_IOERR {
-                    error.message = "cannot write the copy: \(error.message)"
-                }
-                throw error
+                // sqlite3_backup_step leaves no message on the destination
+                // connection: SQLite's text for the code says what happened.
+                throw DatabaseError(code: ResultCode(rawValue: rc),
+                                    message: "cannot write the copy: \(String(cString: sqlite3_errstr(rc)))",
+                                    path: destination)
             }
         }
     }

@@ -47,12 +47,13 @@ public enum Restore {
         let backup = try Connection(path: prepared.databasePath, mode: .readOnly, busyTimeout: 0, immutable: true)
         defer { try? backup.close() }
 
-        // A TARGET that is not a database at all (a damaged header: often why one
-        // restores) cannot take the backup API; it is replaced by rename instead.
+        // A TARGET that is not a database at all, or too damaged to open (often
+        // why one restores), cannot take the backup API; it is replaced by
+        // rename instead.
         var targetIsDatabase = targetExists
         if targetExists {
             do { try Connection(path: request.target, mode: .readOnly, busyTimeout: request.busyTimeout).close() } catch let error as DatabaseError
-                where error.code.primary == .notadb {
+                where [.notadb, .corrupt].contains(error.code.primary) {
                 targetIsDatabase = false
             }
         }
