@@ -287,6 +287,17 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
             """)
     }
 
+    /// INSTEAD OF triggers on views are objects of the schema too.
+    @Test func triggersOnViews() throws {
+        let base = "CREATE TABLE t(id INTEGER PRIMARY KEY, x); INSERT INTO t VALUES (1, 'a');"
+        let trigger = "CREATE TRIGGER tv INSTEAD OF INSERT ON v BEGIN INSERT INTO t(x) VALUES (NEW.x); END;"
+        // Only a view trigger added.
+        try roundTrip(base + "CREATE VIEW v AS SELECT x FROM t;", base + "CREATE VIEW v AS SELECT x FROM t;" + trigger)
+        // The view changes and keeps its trigger (DROP VIEW takes it along).
+        try roundTrip(base + "CREATE VIEW v AS SELECT x FROM t;" + trigger,
+                      base + "CREATE VIEW v AS SELECT id, x FROM t;" + trigger)
+    }
+
     @Test func schemaChangesAndHostileIdentifiers() throws {
         try roundTrip("""
             CREATE TABLE "odd ""name"" ☕"("select" INTEGER PRIMARY KEY, "my col" TEXT, [x]);

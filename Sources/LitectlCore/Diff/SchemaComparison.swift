@@ -96,8 +96,13 @@ public struct SchemaComparison: Sendable {
             if !same || rebuilt.contains(index.table.lowercased()) { indexesToCreate.append(index) }
         }
 
-        triggersA = a.triggers.filter { scope.contains($0.table.lowercased()) }
-        triggersB = b.triggers.filter { scope.contains($0.table.lowercased()) }
+        // INSTEAD OF triggers hang on views: compared (and dropped and made
+        // again around the data changes) with the views, on a whole-database diff.
+        let excludedViews = Set(options.excluded.map { $0.lowercased() })
+        let viewsOfA = wholeDatabase ? Set(a.views.map { $0.name.lowercased() }).subtracting(excludedViews) : []
+        let viewsOfB = wholeDatabase ? Set(b.views.map { $0.name.lowercased() }).subtracting(excludedViews) : []
+        triggersA = a.triggers.filter { scope.contains($0.table.lowercased()) || viewsOfA.contains($0.table.lowercased()) }
+        triggersB = b.triggers.filter { scope.contains($0.table.lowercased()) || viewsOfB.contains($0.table.lowercased()) }
         Self.compareNamed(triggersA.map { ($0.name, $0.sql) }, triggersB.map { ($0.name, $0.sql) }, type: "trigger", into: &changes)
 
         if wholeDatabase {
