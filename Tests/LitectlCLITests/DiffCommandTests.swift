@@ -34,7 +34,8 @@ func roundTrip(_ a: String, _ b: String, in folder: TemporaryFolder, expectDiffe
 
     // Oracle 1: the plain sqlite3 CLI applies the patch.
     let patched = try folder.copy(a, as: "patched-\(UUID().uuidString).db")
-    let applied = try runProcess(sqlite3Binary, ["-batch", "-bail", patched], input: diff.stdoutBytes)
+    // Exactly as users run it: no -bail (the script turns it on itself).
+    let applied = try runProcess(sqlite3Binary, ["-batch", patched], input: diff.stdoutBytes)
     #expect(applied.status == 0 && applied.stderr.isEmpty, "sqlite3 applying the patch: \(applied.stderr)\n\(diff.stdout.prefix(3000))",
             sourceLocation: sourceLocation)
     try expectEqual(patched, b, useSqldiff: useSqldiff, sourceLocation: sourceLocation)
@@ -285,6 +286,30 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
             INSERT INTO child(id, parent_id, qty, price) VALUES (1, 1, 4, 0.5), (4, 4, 1, 0.1);
             UPDATE child SET qty = 7 WHERE id = 3;
             """)
+    }
+
+    /// A patch that fails part-way leaves A as it was, also when the plain
+    /// shell runs it (which would otherwise go on and COMMIT). Two rows
+    /// swapping a UNIQUE value is such a case today (a known gap of the patch).
+    @Test func aFailingPatchChangesNothingInTheShell() throws {
+        let folder = try TemporaryFolder("diff-bail")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, u TEXT UNIQUE); INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');")
+        try makeDatabase(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, u TEXT UNIQUE); INSERT INTO t VALUES (1, 'b'), (2, 'a'), (4, 'd');")
+        let diff = try litectl("diff", "--format", "sql", a, b)
+        #expect(diff.status == 1)
+        #expect(diff.stdout.contains(".bail on\n"))
+        let before = try FileFingerprint(a)
+        let applied = try runProcess(sqlite3Binary, ["-batch", a], input: diff.stdoutBytes)
+        if applied.status != 0 {
+            #expect(try FileFingerprint(a).bytes == before.bytes, "a failed patch changed A")
+        } else {
+            try expectEqual(a, b)
+        }
+        // litectl patch reads the same script (its dot-command skipped).
+        let copy = try folder.copy(a, as: "a2.db")
+        let patched = try litectl("patch", copy, "-", input: diff.stdoutBytes)
+        #expect(patched.status == (applied.status == 0 ? 0 : 2), "\(patched.stderr)")
     }
 
     /// INSTEAD OF triggers on views are objects of the schema too.

@@ -21,6 +21,7 @@ public enum PatchApplier {
     /// with `dryRun` it rolls back always.
     public static func apply(path: String, script: String, dryRun: Bool,
                              busyTimeout: Int = Connection.defaultBusyTimeout) throws -> PatchResult {
+        let script = withoutShellCommands(script)
         let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
         try connection.execute("PRAGMA foreign_keys=OFF")
         try connection.execute("BEGIN IMMEDIATE")
@@ -48,6 +49,23 @@ public enum PatchApplier {
         }
         return result
     }
+}
+
+/// `script` without the sqlite3 shell's dot-commands (`.bail on`) that a
+/// patch carries on lines of their own before its first statement.
+func withoutShellCommands(_ script: String) -> String {
+    var lines = script.split(separator: "\n", omittingEmptySubsequences: false)
+    var index = 0
+    while index < lines.count {
+        let line = lines[index].drop { $0 == " " || $0 == "\t" }
+        if line.hasPrefix(".") {
+            lines[index] = ""
+        } else if !(line.isEmpty || line.hasPrefix("--")) {
+            break
+        }
+        index += 1
+    }
+    return lines.joined(separator: "\n")
 }
 
 /// `sql` without the `-- ...` lines and `/* ... */` blocks before its first keyword.

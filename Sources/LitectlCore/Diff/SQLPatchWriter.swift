@@ -63,6 +63,9 @@ public final class SQLPatchWriter: DiffConsumer {
         started = true
         let c = comparison!
         emit("-- litectl diff: run with sqlite3 on the first database to make it equal to the second.")
+        // The shell goes on after a failed statement and would COMMIT what came
+        // before it: `.bail on` makes it stop, so the transaction rolls back.
+        emit(".bail on")
         emit("PRAGMA foreign_keys=OFF;")
         emit("BEGIN;")
         emit("PRAGMA defer_foreign_keys=ON;")
