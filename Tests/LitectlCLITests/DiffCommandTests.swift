@@ -131,7 +131,7 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
     }
 
     @Test(arguments: 0..<3) func changesetsRoundTripAndInvert(seed: Int) throws {
-        var rng = SplitMix(seed: UInt64(seed) &+ 99)
+        var rng = SplitMix64(seed: UInt64(seed) &+ 99)
         let folder = try TemporaryFolder("changeset")
         let schema = """
             CREATE TABLE p(id INTEGER PRIMARY KEY, a, b TEXT COLLATE NOCASE);
@@ -405,7 +405,7 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
 
     /// Many generated pairs: random tables and values, random changes.
     @Test(arguments: 0..<12) func generatedPairs(seed: Int) throws {
-        var rng = SplitMix(seed: UInt64(seed) &* 0x9E37_79B9 &+ 17)
+        var rng = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 17)
         let schema = """
             CREATE TABLE p(id INTEGER PRIMARY KEY, a, b TEXT COLLATE NOCASE, c REAL);
             CREATE TABLE w(k1, k2 TEXT, v, PRIMARY KEY(k1, k2)) WITHOUT ROWID;
@@ -466,15 +466,3 @@ func expectEqual(_ patched: String, _ b: String, useSqldiff: Bool = true, source
     }
 }
 
-/// A small deterministic random generator for the generated pairs.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -115,12 +115,8 @@ public enum ContentHasher {
     /// The columns a table's content is made of: for virtual tables the
     /// visible ones, for other tables all but generated columns (which are
     /// computed from the others).
-    static func contentColumns(_ table: Table) -> [Column] {
-        table.columns.filter { $0.hidden == .normal }
-    }
-
     static func hashRows(_ connection: Connection, _ table: Table) throws -> (digest: [UInt8], rows: Int64, header: [UInt8]) {
-        let columns = contentColumns(table)
+        let columns = table.contentColumns
         var header: [UInt8] = []
         appendTagged(table.name, to: &header)
         appendInt(UInt64(columns.count), to: &header)

@@ -84,10 +84,6 @@ public enum DiffEngine {
 
     /// The columns whose values are content: visible columns of virtual
     /// tables, non-generated columns of other tables.
-    static func contentColumns(_ table: Table) -> [Column] {
-        table.columns.filter { $0.hidden == .normal }
-    }
-
     static func rowidName(_ tables: [Table]) -> String {
         let names = Set(tables.flatMap { $0.columns.map { $0.name.lowercased() } })
         return ["rowid", "_rowid_", "oid"].first { !names.contains($0) } ?? "rowid"
@@ -98,10 +94,10 @@ public enum DiffEngine {
         let reference = (b ?? a)!
         let both = [a, b].compactMap { $0 }
         // Columns present on both sides (all of B's when A is absent), in B's order.
-        var columns = contentColumns(reference)
+        var columns = reference.contentColumns
         if let a, let b {
-            let namesA = Set(contentColumns(a).map { $0.name.lowercased() })
-            columns = contentColumns(b).filter { namesA.contains($0.name.lowercased()) }
+            let namesA = Set(a.contentColumns.map { $0.name.lowercased() })
+            columns = b.contentColumns.filter { namesA.contains($0.name.lowercased()) }
         }
         let ignored = Set(options.ignoredColumns.compactMap { spec -> String? in
             guard let dot = spec.lastIndex(of: ".") else { return nil }

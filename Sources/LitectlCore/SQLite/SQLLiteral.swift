@@ -52,15 +52,7 @@ extension Value {
     /// UTF-8 with neither NUL nor CR.
     static func canQuoteDirectly(_ bytes: [UInt8]) -> Bool {
         for byte in bytes where byte == 0 || byte == 0x0D { return false }
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
-            }
-        }
+        return bytes.withUnsafeBytes(isValidUTF8)
     }
 }
 

@@ -60,6 +60,10 @@ public struct Table: Sendable {
         self.hasRowidAlias = hasRowidAlias
     }
 
+    /// The columns that hold content a user writes: neither generated nor
+    /// hidden (a virtual table's hidden columns). What diff and hash compare.
+    public var contentColumns: [Column] { columns.filter { $0.hidden == .normal } }
+
     /// Primary-key columns in key order (empty for a table keyed by rowid only).
     public var primaryKey: [Column] {
         columns.filter { $0.primaryKeyPosition > 0 }.sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }
