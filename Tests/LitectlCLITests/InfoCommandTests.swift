@@ -85,17 +85,9 @@ import TestSupport
         let db = folder.file("busy.db")
         try makeDatabase(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);")
         // Another process takes an EXCLUSIVE lock and holds it while its stdin is open.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: sqlite3Binary)
-        holder.arguments = ["-batch", db]
-        let input = Pipe(), output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        try holder.run()
-        input.fileHandleForWriting.write(Data("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2); SELECT 'locked';\n".utf8))
-        let ready = output.fileHandleForReading.availableData
-        #expect(String(decoding: ready, as: UTF8.self).contains("locked"))
-        defer { try? input.fileHandleForWriting.close(); holder.waitUntilExit() }
+        let holder = try ShellSession(db)
+        #expect(holder.run("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2); SELECT 'locked';").contains("locked"))
+        defer { holder.close() }
 
         let started = Date()
         try expectError(["--busy-timeout", "300", "busy.db"], in: folder, naming: "busy.db",

@@ -32,15 +32,8 @@ import TestSupport
         let db = folder.file("w.db")
         try makeDatabase(db, "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);")
         // Another process opens the database after litectl's first read and keeps it open.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: sqlite3Binary)
-        holder.arguments = ["-batch", db]
-        let input = Pipe(), output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        try holder.run()
-        input.fileHandleForWriting.write(Data("SELECT 'open', count(*) FROM t;\n".utf8))
-        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).contains("open"))
+        let holder = try ShellSession(db)
+        #expect(holder.run("SELECT 'open', count(*) FROM t;").contains("open|1"))
         #expect(try folder.listing() == ["w.db", "w.db-shm", "w.db-wal"])
 
         let result = try litectl("info", "w.db", in: folder.path)
@@ -48,10 +41,8 @@ import TestSupport
         #expect(try folder.listing() == ["w.db", "w.db-shm", "w.db-wal"], "the holder's files stay")
 
         // The holder still works, and its write is seen.
-        input.fileHandleForWriting.write(Data("INSERT INTO t VALUES (2); SELECT 'n', count(*) FROM t;\n".utf8))
-        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).contains("n|2"))
-        try input.fileHandleForWriting.close()
-        holder.waitUntilExit()
+        #expect(holder.run("INSERT INTO t VALUES (2); SELECT 'n', count(*) FROM t;").contains("n|2"))
+        holder.close()
         #expect(try sqlite3Scalar(db, "SELECT count(*) FROM t") == "2")
     }
 

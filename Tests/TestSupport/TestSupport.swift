@@ -158,3 +158,40 @@ public struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// A sqlite3 shell kept running on a database, as another process that holds
+/// it open (or locked) while a test runs litectl beside it.
+public final class ShellSession {
+    let process = Process()
+    let input = Pipe(), output = Pipe()
+
+    public init(_ database: String) throws {
+        process.executableURL = URL(fileURLWithPath: sqlite3Binary)
+        process.arguments = ["-batch", database]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// Runs `sql` in the shell and returns what it printed, once it is done.
+    @discardableResult
+    public func run(_ sql: String) -> String {
+        let marker = "litectl-test-done"
+        input.fileHandleForWriting.write(Data((sql + "\nSELECT '\(marker)';\n").utf8))
+        var printed = ""
+        while !printed.contains(marker) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            printed += String(decoding: chunk, as: UTF8.self)
+        }
+        return printed.replacingOccurrences(of: marker + "\n", with: "")
+    }
+
+    /// Ends the shell (its open transaction, if any, rolls back).
+    public func close() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    deinit { close() }
+}

@@ -91,16 +91,11 @@ public enum Analyzer {
             statements = ["ANALYZE main"]
         }
 
-        try connection.execute("BEGIN IMMEDIATE")
-        do {
+        return try connection.writeTransaction(commit: !options.dryRun) {
             let before = try statistics(connection)
             for sql in statements { try connection.execute(sql) }
             let after = try statistics(connection)
-            try connection.execute(options.dryRun ? "ROLLBACK" : "COMMIT")
             return AnalyzeResult(path: path, dryRun: options.dryRun, entries: merge(before, after))
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
         }
     }
 

@@ -167,9 +167,8 @@ extension PatchApplier {
         }
         let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
         try connection.execute("PRAGMA foreign_keys=OFF")
-        try connection.execute("BEGIN IMMEDIATE")
         var result = PatchResult()
-        do {
+        try connection.writeTransaction(commit: !dryRun) {
             let before = sqlite3_total_changes64(connection.rawHandle)
             var code: Int32 = policy == .abort ? 0 : (policy == .omit ? 1 : 2)
             let rc = data.withUnsafeMutableBytes { raw in
@@ -189,16 +188,8 @@ extension PatchApplier {
                 throw DatabaseError(code: ResultCode(rawValue: rc), message: message, path: path)
             }
             result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
-            if dryRun {
-                try connection.execute("ROLLBACK")
-            } else {
-                try connection.execute("COMMIT")
-                result.committed = true
-            }
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
         }
+        result.committed = !dryRun
         return result
     }
 }

@@ -24,9 +24,8 @@ public enum PatchApplier {
         let script = withoutShellCommands(script)
         let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
         try connection.execute("PRAGMA foreign_keys=OFF")
-        try connection.execute("BEGIN IMMEDIATE")
         var result = PatchResult()
-        do {
+        try connection.writeTransaction(commit: !dryRun) {
             let before = sqlite3_total_changes64(connection.rawHandle)
             try connection.forEachStatement(in: script) { statement in
                 let sql = withoutLeadingComments(statement.sql).uppercased()
@@ -37,16 +36,8 @@ public enum PatchApplier {
                 while try statement.step() {}
             }
             result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
-            if dryRun {
-                try connection.execute("ROLLBACK")
-            } else {
-                try connection.execute("COMMIT")
-                result.committed = true
-            }
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
         }
+        result.committed = !dryRun
         return result
     }
 }

@@ -300,6 +300,21 @@ public final class Connection {
         }
     }
 
+    /// Runs `body` inside `BEGIN IMMEDIATE` (the write lock taken at once, so
+    /// a busy database fails before any work) and commits when `commit` is true
+    /// and `body` succeeds; otherwise rolls back, leaving the file unchanged.
+    public func writeTransaction<T>(commit: Bool = true, _ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute(commit ? "COMMIT" : "ROLLBACK")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     // MARK: Paths
 
     /// `path` as a SQLite URI filename (https://www.sqlite.org/uri.html): made
