@@ -169,13 +169,7 @@ public final class TemporaryFile {
             throw DatabaseError(code: .ioerr, message: "cannot rename into place: \(String(cString: strerror(errno)))", path: finalPath)
         }
         committed = true
-        for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
-            unlink(path + suffix)
-            TemporaryFiles.unregister(companion)
-        }
-        companionSlots = []
-        TemporaryFiles.unregister(slot); slot = nil
-        close(descriptor); descriptor = -1
+        releaseAll()
         try DurableFolder.sync(parentOf: finalPath)
     }
 
@@ -185,6 +179,12 @@ public final class TemporaryFile {
             unlink(path)
             committed = true
         }
+        releaseAll()
+    }
+
+    /// Removes SQLite's companions of the temporary file, ends the signal
+    /// cleanup registrations and closes the descriptor.
+    private func releaseAll() {
         for (suffix, companion) in zip(TemporaryFile.companions, companionSlots) {
             unlink(path + suffix)
             TemporaryFiles.unregister(companion)

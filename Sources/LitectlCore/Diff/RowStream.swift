@@ -127,15 +127,7 @@ public struct DiffRow {
         UnsafeRawBufferPointer(start: bytes + offsets[0], count: offsets[count] - offsets[0])
     }
 
-    public func value(at index: Int) -> Value {
-        switch storageClass(at: index) {
-        case .null: return .null
-        case .integer: return .integer(int64(at: index))
-        case .real: return .real(double(at: index))
-        case .text: return .text(Array(bytes(at: index)))
-        case .blob: return .blob(Array(bytes(at: index)))
-        }
-    }
+    public func value(at index: Int) -> Value { cell(at: index).value }
 
     public func cell(at index: Int) -> Cell {
         switch storageClass(at: index) {

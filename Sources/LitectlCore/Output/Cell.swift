@@ -13,6 +13,19 @@ public enum Cell {
     case blob(UnsafeRawBufferPointer)
 }
 
+extension Cell {
+    /// The cell as an owned value (TEXT and BLOB bytes copied out).
+    public var value: Value {
+        switch self {
+        case .null: .null
+        case .integer(let v): .integer(v)
+        case .real(let v): .real(v)
+        case .text(let b): .text(Array(b))
+        case .blob(let b): .blob(Array(b))
+        }
+    }
+}
+
 extension Row {
     /// Column `index` as a borrowed cell (no copy).
     public func cell(at index: Int) -> Cell {

@@ -177,15 +177,7 @@ public struct Row {
     public func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
 
     /// The column as an exact value (TEXT and BLOB copied out).
-    public func value(at index: Int) -> Value {
-        switch storageClass(at: index) {
-        case .null: return .null
-        case .integer: return .integer(int64(at: index))
-        case .real: return .real(double(at: index))
-        case .text: return .text(Array(bytes(at: index)))
-        case .blob: return .blob(Array(bytes(at: index)))
-        }
-    }
+    public func value(at index: Int) -> Value { cell(at: index).value }
 }
 
 /// SQLite's five storage classes, as `sqlite3_column_type` reports them.
