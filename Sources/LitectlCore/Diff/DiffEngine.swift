@@ -50,6 +50,7 @@ public enum DiffEngine {
         try consumer.begin(comparison)
         var summary = DiffSummary()
         summary.schemaChanges = comparison.changes
+        let shared = options.skipSharedPages && !options.schemaOnly ? try SharedPages(a, b) : nil
         if !options.schemaOnly {
             var work: [(a: Table?, b: Table?, rebuild: Bool)] = []
             for pair in comparison.sameTables { work.append((pair.a, pair.b, false)) }
@@ -61,7 +62,8 @@ public enum DiffEngine {
             }
             work.sort { compareNames(($0.b ?? $0.a)!.name, ($1.b ?? $1.a)!.name) }
             for item in work {
-                let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer)
+                let shortcut = try item.a.flatMap { ta in try item.b.flatMap { tb in try shared?.shortcut(ta, tb) } }
+                let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer, shortcut: shortcut)
                 summary.tables.append(((item.b ?? item.a)!.name, counts))
             }
             if !options.dataOnly {
@@ -155,7 +157,7 @@ public enum DiffEngine {
     /// SELECT of the plan's columns from `table`, ordered by the key under
     /// BINARY (never the column's collation). For a multiset, each column is
     /// followed by typeof() so that 1 sorts before 1.0 on both sides alike.
-    static func selectSQL(_ plan: TablePlan) -> String {
+    static func selectSQL(_ plan: TablePlan, where filter: String? = nil) -> String {
         let list = plan.columns.isEmpty ? "NULL" : plan.columns.enumerated().map { i, name in
             i == 0 && plan.rowidColumn != nil ? name : quoteIdentifier(name)
         }.joined(separator: ", ")
@@ -167,13 +169,14 @@ public enum DiffEngine {
             if plan.mode == .multiset || plan.userKey { order.append("typeof(\(column))") }
         }
         if order.count > 2000 { order = plan.keyIndexes.prefix(2000).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
-        return "SELECT \(list) FROM \(quoteIdentifier(plan.name))" + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
+        return "SELECT \(list) FROM \(quoteIdentifier(plan.name))" + (filter.map { " WHERE " + $0 } ?? "")
+            + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
     }
 
     // MARK: Merging
 
     static func diffTable(_ ca: Connection, _ ta: Table?, _ cb: Connection, _ tb: Table?, options: DiffOptions,
-                          consumer: DiffConsumer) throws -> ChangeCounts {
+                          consumer: DiffConsumer, shortcut: TableShortcut? = nil) throws -> ChangeCounts {
         let reference = (tb ?? ta)!
         if let problem = reference.problem {
             throw DatabaseError(code: .error, message: "cannot read table \(reference.name): \(problem)")
@@ -191,13 +194,14 @@ public enum DiffEngine {
             // rowid order (stopping at the first difference) spares the sorted
             // one for identical tables, the common case of a backup.
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
-            if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true).total == 0 {
+            if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true,
+                                                  shortcut: shortcut).total == 0 {
                 try consumer.beginTable(plan)
                 try consumer.endTable(plan, counts: ChangeCounts())
                 return ChangeCounts()
             }
             // Count as multisets; match by rowid only if they differ.
-            let counting = try merge(ca, cb, plan: plan, consumer: nil)
+            let counting = try merge(ca, cb, plan: plan, consumer: nil, shortcut: shortcut)
             if counting.total == 0 {
                 try consumer.beginTable(plan)
                 try consumer.endTable(plan, counts: counting)
@@ -207,13 +211,13 @@ public enum DiffEngine {
             if rowidPlan.mode == .rowid {
                 plan = rowidPlan
                 try consumer.beginTable(plan)
-                _ = try merge(ca, cb, plan: plan, consumer: consumer)
+                _ = try merge(ca, cb, plan: plan, consumer: consumer, shortcut: shortcut)
                 try consumer.endTable(plan, counts: counting)
                 return counting
             }
         }
         try consumer.beginTable(plan)
-        let counts = try merge(ta == nil ? nil : ca, tb == nil ? nil : cb, plan: plan, consumer: consumer)
+        let counts = try merge(ta == nil ? nil : ca, tb == nil ? nil : cb, plan: plan, consumer: consumer, shortcut: shortcut)
         try consumer.endTable(plan, counts: counts)
         return counts
     }
@@ -221,16 +225,16 @@ public enum DiffEngine {
     /// One pass over both sides in key order. A nil connection is an empty
     /// side. Each side is read on its own thread (see `RowStream`).
     static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
-                      stopAtFirstDifference: Bool = false) throws -> ChangeCounts {
-        let sql = selectSQL(plan)
+                      stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil) throws -> ChangeCounts {
         let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
-        let sa = try ca.map { try RowStream(try $0.prepare(sql)) }
+        let reading = shortcut?.reading(plan) ?? .everything
+        let sa = try ca.map { try RowStream(segments: try segments($0, plan, reading)) }
         defer { sa?.close() }
-        let sb = try cb.map { try RowStream(try $0.prepare(sql)) }
+        let sb = try cb.map { try RowStream(segments: try segments($0, plan, reading)) }
         defer { sb?.close() }
         var hasA = try sa?.next() ?? false
         var hasB = try sb?.next() ?? false
@@ -276,6 +280,37 @@ public enum DiffEngine {
             }
         }
         return counts
+    }
+
+    /// The statements that read a side's rows: all of them, or only those
+    /// outside the ranges both files share.
+    static func segments(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading) throws -> [RowStream.Segment] {
+        switch reading {
+        case .everything:
+            return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan)), bindings: [])]
+        case .unsharedRowids(let rowid, let ranges):
+            try RowidFilter.register(ranges, on: connection)
+            return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")),
+                                      bindings: [])]
+        case .gaps(let keys, let ranges):
+            // The rows strictly between shared ranges, range by range in key order.
+            let key = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
+            func parameters(_ first: Int) -> String {
+                keys.count == 1 ? "?\(first)" : "(" + keys.indices.map { "?\(first + $0)" }.joined(separator: ", ") + ")"
+            }
+            guard let first = ranges.first, let last = ranges.last else {
+                return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan)), bindings: [])]
+            }
+            let below = try connection.prepare(selectSQL(plan, where: "\(key) < \(parameters(1))"))
+            let between = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1)) AND \(key) < \(parameters(keys.count + 1))"))
+            let above = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1))"))
+            var result = [RowStream.Segment(statement: below, bindings: first.low)]
+            for (previous, next) in zip(ranges, ranges.dropFirst()) {
+                result.append(RowStream.Segment(statement: between, bindings: previous.high + next.low))
+            }
+            result.append(RowStream.Segment(statement: above, bindings: last.high))
+            return result
+        }
     }
 
     static func isUTF8(_ connection: Connection?) throws -> Bool {

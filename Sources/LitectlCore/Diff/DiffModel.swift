@@ -16,6 +16,9 @@ public struct DiffOptions: Sendable {
     public var keys: [String: [String]] = [:]
     /// Match rows of tables without a primary key by rowid (as sqldiff does).
     public var matchRowid = false
+    /// Skip the key ranges whose b-tree pages are byte-identical in both
+    /// files (see `SharedPages`); false reads every row.
+    public var skipSharedPages = true
     public init() {}
 }
 

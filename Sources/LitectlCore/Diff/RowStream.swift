@@ -211,20 +211,31 @@ final class BatchQueue: @unchecked Sendable {
     }
 }
 
-/// Steps a prepared statement on its own thread into a `BatchQueue`.
-/// The statement's connection is used by that thread alone until the queue
+/// Steps prepared statements on its own thread into a `BatchQueue`: each
+/// segment's statement with its bindings, in order, as one stream of rows.
+/// The statements' connection is used by that thread alone until the queue
 /// reports the end (`waitFinished`).
 final class RowStream: @unchecked Sendable {
-    let statement: Statement
+    struct Segment {
+        let statement: Statement
+        let bindings: [Value]
+    }
+
+    let segments: [Segment]
     let queue = BatchQueue()
     let columns: Int
     var batch: RowBatch?
     var index = 0
     private var thread = pthread_t()
 
-    init(_ statement: Statement) throws {
-        self.statement = statement
-        columns = statement.columnCount
+    convenience init(_ statement: Statement) throws {
+        try self.init(segments: [Segment(statement: statement, bindings: [])])
+    }
+
+    /// Starts reading `segments` (at least one; all with the same columns).
+    init(segments: [Segment]) throws {
+        self.segments = segments
+        columns = segments[0].statement.columnCount
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { raw in
             let stream = Unmanaged<RowStream>.fromOpaque(raw!).takeRetainedValue()
@@ -239,14 +250,19 @@ final class RowStream: @unchecked Sendable {
     }
 
     private func produce() {
-        let handle = statement.handle
         var current = RowBatch(columns: columns)
         do {
-            while try statement.step() {
-                current.append(handle)
-                if current.byteCount >= 1 << 16 || current.rows >= 1024 {
-                    guard queue.put(current) else { queue.finish(nil); return }
-                    current = RowBatch(columns: columns)
+            for segment in segments {
+                let statement = segment.statement
+                statement.reset()
+                if !segment.bindings.isEmpty { try statement.bind(segment.bindings) }
+                let handle = statement.handle
+                while try statement.step() {
+                    current.append(handle)
+                    if current.byteCount >= 1 << 16 || current.rows >= 1024 {
+                        guard queue.put(current) else { statement.reset(); queue.finish(nil); return }
+                        current = RowBatch(columns: columns)
+                    }
                 }
             }
             if current.rows > 0 { _ = queue.put(current) }

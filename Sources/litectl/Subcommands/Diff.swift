@@ -69,6 +69,14 @@ struct Diff: ParsableCommand {
             differ in page size and text encoding. The same file given twice is \
             identical at once. A missing B is an error and is never created.
 
+            Files that share history (a backup and its source, a copy changed by a \
+            migration) are compared page by page first: a b-tree subtree whose pages \
+            are byte-identical in A and B (overflow pages included) holds the same \
+            rows on both sides, so only the key ranges between such subtrees are read \
+            row by row. This applies to tables with the same definition on both \
+            sides, in files with the same page size and UTF-8 text; a table with a \
+            page in either -wal is read in full. --full-scan reads every row.
+
             Exit status: 0 identical (after filters), 1 different, 2 error.
             """)
 
@@ -105,6 +113,9 @@ struct Diff: ParsableCommand {
     @Flag(help: "Compare the data only (tables present in both; their common columns).")
     var dataOnly = false
 
+    @Flag(help: "Read every row, even where A and B share identical b-tree pages.")
+    var fullScan = false
+
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
@@ -124,6 +135,7 @@ struct Diff: ParsableCommand {
         options.schemaOnly = schemaOnly
         options.dataOnly = dataOnly
         options.matchRowid = rowid
+        options.skipSharedPages = !fullScan
         for key in keys {
             let parts = key.split(separator: "=", maxSplits: 1).map(String.init)
             options.keys[parts[0]] = parts.count > 1 ? parts[1].split(separator: ",").map(String.init) : []

@@ -1,0 +1,111 @@
+// The shared-pages shortcut from the inside: when it applies, what it finds
+// shared, and that what it calls shared holds exactly the rows that are
+// identical (checked against the sqlite3 CLI's view of both files).
+import Foundation
+import Testing
+@testable import LitectlCore
+import TestSupport
+
+@Suite struct SharedPagesTests {
+    /// The shortcut for `table` between two files, read as the diff reads them.
+    func shortcut(_ a: String, _ b: String, _ table: String) throws -> TableShortcut? {
+        let ca = try Connection(path: a), cb = try Connection(path: b)
+        return try ca.readTransaction {
+            try cb.readTransaction {
+                guard let shared = try SharedPages(ca, cb) else { return nil }
+                let ta = try #require(try ca.readSchema().table(named: table))
+                let tb = try #require(try cb.readSchema().table(named: table))
+                return try shared.shortcut(ta, tb)
+            }
+        }
+    }
+
+    func rowids(_ database: String, _ sql: String) throws -> [Int64] {
+        try sqlite3Scalar(database, "SELECT group_concat(x) FROM (\(sql))").split(separator: ",").map { Int64($0)! }
+    }
+
+    /// Rowids covered by the ranges.
+    func covered(_ shortcut: TableShortcut, _ ids: [Int64]) -> [Int64] {
+        ids.filter { id in shortcut.shared.ranges.contains { range in
+            guard case .integer(let low) = range.low[0], case .integer(let high) = range.high[0] else { return false }
+            return low <= id && id <= high
+        } }
+    }
+
+    @Test func aCopySharesEachTableAsOneRange() throws {
+        let folder = try TemporaryFolder("shared-copy")
+        let a = folder.file("a.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 512;
+            CREATE TABLE p(id INTEGER PRIMARY KEY, v);
+            CREATE TABLE w(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+            WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 4000)
+            INSERT INTO p SELECT n, randomblob(n % 700) FROM i;
+            INSERT INTO w SELECT 'key' || id, id FROM p;
+            """)
+        let b = try folder.copy(a, as: "b.db")
+        let p = try #require(try shortcut(a, b, "p"))
+        #expect(p.shared.kind == .rowid && p.shared.ranges.count == 1)
+        #expect(p.shared.ranges.first?.low == [.integer(1)] && p.shared.ranges.first?.high == [.integer(4000)])
+        let pages = Int(try sqlite3Scalar(a, "SELECT count(*) FROM dbstat WHERE name = 'p'"))!
+        #expect(p.shared.sharedPages == pages, "every page of p, overflow included")
+        let w = try #require(try shortcut(a, b, "w"))
+        #expect(w.shared.kind == .primaryKey && w.shared.ranges.count == 1)
+        #expect(w.shared.ranges.first?.low == [.text("key1")] && w.shared.ranges.first?.high == [.text("key999")])
+    }
+
+    /// After changes, exactly the rows that are the same on both sides may be
+    /// covered, and most of them are.
+    @Test func onlyIdenticalRowsAreShared() throws {
+        let folder = try TemporaryFolder("shared-rows")
+        let a = folder.file("a.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 1024;
+            CREATE TABLE p(id INTEGER PRIMARY KEY, v);
+            WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 5000)
+            INSERT INTO p SELECT n, CASE WHEN n % 50 = 0 THEN zeroblob(3000) ELSE 'v' || n END FROM i;
+            """)
+        let b = try folder.copy(a, as: "b.db")
+        _ = try sqlite3([b], input: """
+            UPDATE p SET v = 'changed' WHERE id IN (17, 2222, 4999);
+            DELETE FROM p WHERE id BETWEEN 3000 AND 3010;
+            INSERT INTO p VALUES (6000, 'new');
+            UPDATE p SET v = CAST(zeroblob(2999) || x'01' AS BLOB) WHERE id = 1000;
+            """)
+        let shortcut = try #require(try shortcut(a, b, "p"))
+        let same = try rowids(a, "SELECT id AS x FROM p") // candidates
+        let differing = Set<Int64>([17, 2222, 4999, 1000, 6000] + Array(3000...3010))
+        let coveredIDs = covered(shortcut, same + [6000])
+        let wronglyShared = Set(coveredIDs).intersection(differing).sorted()
+        #expect(wronglyShared.isEmpty, "a differing row is never shared: \(wronglyShared)")
+        #expect(coveredIDs.count > same.count * 9 / 10, "most identical rows are shared: \(coveredIDs.count) of \(same.count)")
+    }
+
+    @Test func itDoesNotApplyAcrossEncodingsOrPageSizesOrInTheWAL() throws {
+        let folder = try TemporaryFolder("shared-no")
+        let schema = "CREATE TABLE p(id INTEGER PRIMARY KEY, v); INSERT INTO p VALUES (1, 'x');"
+        let a = folder.file("a.db"), utf16 = folder.file("u.db"), small = folder.file("s.db")
+        try makeDatabase(a, schema)
+        try makeDatabase(utf16, "PRAGMA encoding = 'UTF-16le';" + schema)
+        try makeDatabase(small, "PRAGMA page_size = 512;" + schema)
+        #expect(try shortcut(a, utf16, "p") == nil)
+        #expect(try shortcut(a, small, "p") == nil)
+
+        let wal = folder.file("w.db")
+        try makeDatabase(wal, "PRAGMA journal_mode = WAL; CREATE TABLE q(id INTEGER PRIMARY KEY, v);" + schema)
+        let copy = try folder.copy(wal, as: "w2.db")
+        let writer = try ShellSession(copy)
+        defer { writer.close() }
+        writer.run("PRAGMA wal_autocheckpoint = 0; INSERT INTO p VALUES (2, 'y');")
+        #expect(try shortcut(wal, copy, "p") == nil, "p has a page in the -wal")
+        #expect(try shortcut(wal, copy, "q") != nil, "q has none")
+    }
+
+    @Test func rowidFilter() {
+        let ranges: [(low: [Value], high: [Value])] = [([.integer(-5)], [.integer(-1)]), ([.integer(3)], [.integer(3)]),
+                                                      ([.integer(10)], [.integer(20)])]
+        let filter = RowidFilter(ranges)
+        let shared = (-10...25).filter { filter.isShared(Int64($0)) }
+        #expect(shared == Array(-5...(-1)) + [3] + Array(10...20))
+    }
+}
