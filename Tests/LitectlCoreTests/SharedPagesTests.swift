@@ -24,6 +24,11 @@ import TestSupport
         try sqlite3Scalar(database, "SELECT group_concat(x) FROM (\(sql))").split(separator: ",").map { Int64($0)! }
     }
 
+    func compareRows(_ x: [Value], _ y: [Value]) -> Int {
+        for (u, v) in zip(x, y) where Value.compare(u, v) != 0 { return Value.compare(u, v) }
+        return 0
+    }
+
     /// Rowids covered by the ranges.
     func covered(_ shortcut: TableShortcut, _ ids: [Int64]) -> [Int64] {
         ids.filter { id in shortcut.shared.ranges.contains { range in
@@ -79,6 +84,87 @@ import TestSupport
         let wronglyShared = Set(coveredIDs).intersection(differing).sorted()
         #expect(wronglyShared.isEmpty, "a differing row is never shared: \(wronglyShared)")
         #expect(coveredIDs.count > same.count * 9 / 10, "most identical rows are shared: \(coveredIDs.count) of \(same.count)")
+    }
+
+    /// The same for a WITHOUT ROWID table, whose interior pages hold entries
+    /// too: every 7th row changes, so some of the changed ones are dividers.
+    @Test func onlyIdenticalEntriesOfAnIndexTreeAreShared() throws {
+        let folder = try TemporaryFolder("shared-index")
+        let a = folder.file("a.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 512;
+            CREATE TABLE w(k INTEGER, s TEXT, v, PRIMARY KEY(k, s)) WITHOUT ROWID;
+            WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 6000)
+            INSERT INTO w SELECT n / 3, 's' || n, CASE WHEN n % 40 = 0 THEN zeroblob(900) ELSE n END FROM i;
+            """)
+        let b = try folder.copy(a, as: "b.db")
+        _ = try sqlite3([b], input: """
+            UPDATE w SET v = 'changed' WHERE (k * 3 + 1) % 7 = 0 OR k % 101 = 0;
+            UPDATE w SET v = CAST(zeroblob(899) || x'01' AS BLOB) WHERE k = 400;
+            """)
+        let shortcut = try #require(try shortcut(a, b, "w"))
+        #expect(shortcut.shared.kind == .primaryKey)
+        let rows = try sqlite3([a, "SELECT k, s, CASE WHEN (k * 3 + 1) % 7 = 0 OR k % 101 = 0 OR k = 400 THEN 1 ELSE 0 END FROM w"])
+            .split(separator: "\n").map { $0.split(separator: "|").map(String.init) }
+        var wronglyShared: [String] = [], shared = 0
+        for row in rows {
+            let key: [Value] = [.integer(Int64(row[0])!), .text(row[1])]
+            let inRange = shortcut.shared.ranges.contains { range in
+                compareRows(range.low, key) <= 0 && compareRows(key, range.high) <= 0
+            }
+            if inRange && row[2] == "1" { wronglyShared.append(row[0] + "/" + row[1]) }
+            if inRange { shared += 1 }
+        }
+        #expect(wronglyShared.isEmpty, "differing entries taken as shared: \(wronglyShared.prefix(20))")
+        #expect(shared > rows.count / 2, "most identical entries are shared: \(shared) of \(rows.count)")
+        #expect(shortcut.shared.ranges.count < 400, "ranges join across identical dividers: \(shortcut.shared.ranges.count)")
+    }
+
+    /// Entries of an index b-tree's interior pages (dividers) changed in
+    /// place: the leaves on either side stay identical, and the ranges must
+    /// not join across the changed divider.
+    @Test func changedDividersAreNeverShared() throws {
+        let folder = try TemporaryFolder("shared-dividers")
+        let a = folder.file("a.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 512;
+            CREATE TABLE w(k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID;
+            WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 6000)
+            INSERT INTO w SELECT n, 1000 + n FROM i;
+            """)
+        // The keys of the entries in interior pages, read from A's file.
+        let connection = try Connection(path: a)
+        let dividers: [Int64] = try connection.readTransaction {
+            let file = try #require(try PageFile(connection))
+            guard case .integer(let root) = try connection.scalar("SELECT rootpage FROM sqlite_schema WHERE name = 'w'") else {
+                return []
+            }
+            var keys: [Int64] = [], pending = [UInt32(root)]
+            while let page = pending.popLast() {
+                let bytes = try #require(file.page(page))
+                let node = BTreePage(bytes: UnsafeRawBufferPointer(start: bytes, count: file.pageSize), usable: file.usableSize)
+                guard !node.isLeaf else { continue }
+                for i in 0..<node.cellCount {
+                    if case .integer(let k)? = node.keyFields(i, count: 1)?.first { keys.append(k) }
+                }
+                pending += try #require(node.children())
+            }
+            return keys
+        }
+        try connection.close()
+        #expect(dividers.count > 10)
+        let changed = dividers.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let b = try folder.copy(a, as: "b.db")
+        // v + 1 keeps each entry's size: the pages keep their layout.
+        _ = try sqlite3([b], input: "UPDATE w SET v = v + 1 WHERE k IN (\(changed.map(String.init).joined(separator: ",")));")
+        let shortcut = try #require(try shortcut(a, b, "w"))
+        let wronglyShared = changed.filter { k in
+            shortcut.shared.ranges.contains { compareRows($0.low, [.integer(k)]) <= 0 && compareRows([.integer(k)], $0.high) <= 0 }
+        }
+        #expect(wronglyShared.isEmpty, "changed dividers taken as shared: \(wronglyShared)")
+        let unchanged = dividers.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        #expect(shortcut.shared.ranges.count <= changed.count + 1,
+                "ranges join across the unchanged dividers: \(shortcut.shared.ranges.count) ranges, \(unchanged.count) unchanged dividers")
     }
 
     @Test func itDoesNotApplyAcrossEncodingsOrPageSizesOrInTheWAL() throws {

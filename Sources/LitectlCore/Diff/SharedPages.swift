@@ -344,6 +344,12 @@ struct TreeWalk {
 
     /// False when the tree cannot be trusted (a page in the -wal, whose copy
     /// in the main file may be stale, a malformed page, a cycle).
+    ///
+    /// Leaves are not read: SQLite keeps every leaf of a b-tree at the same
+    /// depth, so the first child of an interior page tells what its siblings
+    /// are. Nothing here is taken on trust: a B page is used only after its
+    /// bytes matched A's, and a page wrongly taken for a leaf only takes a
+    /// position, which keeps the leaves around it from counting as neighbours.
     mutating func collect(_ root: UInt32) -> Bool {
         var stack: [(page: UInt32, depth: Int)] = [(root, 0)]
         var leaves: [UInt32] = []
@@ -357,8 +363,18 @@ struct TreeWalk {
                 leaves.append(page)
                 continue
             }
-            guard let children = node.children() else { return false }
-            for child in children.reversed() { stack.append((child, depth + 1)) }
+            guard let children = node.children(), let first = children.first, !file.walPages.contains(first),
+                  let firstChild = file.page(first) else { return false }
+            let childrenAreLeaves = BTreePage(bytes: UnsafeRawBufferPointer(start: firstChild, count: file.pageSize),
+                                              usable: usable).isLeaf
+            if childrenAreLeaves {
+                for child in children {
+                    guard !file.walPages.contains(child), nodes.insert(child).inserted else { return false }
+                    leaves.append(child)
+                }
+            } else {
+                for child in children.reversed() { stack.append((child, depth + 1)) }
+            }
         }
         for (position, page) in leaves.enumerated() { leafPositions[page] = position }
         return true
@@ -394,8 +410,11 @@ struct TreeComparison {
     var ranges: [Range] = []
     var sharedPages = 0
     private var leafCounter = 0
-    /// A copy of A's page at each depth of the walk (the page cache moves on).
-    private var buffers: [UnsafeMutableRawPointer] = []
+    /// In an index b-tree, A leaf positions whose following divider entry
+    /// (in an interior page) is byte-identical in B.
+    private var sharedDividerAfterLeaf = Set<Int>()
+    /// Copies of A's and B's page at each depth of the walk (the page caches move on).
+    private var buffers: [(a: UnsafeMutableRawPointer, b: UnsafeMutableRawPointer)] = []
     /// A copy of B's leaf being matched cell by cell.
     private var leafB: UnsafeMutableRawPointer
 
@@ -410,13 +429,15 @@ struct TreeComparison {
     }
 
     mutating func release() {
-        for buffer in buffers { buffer.deallocate() }
+        for (x, y) in buffers { x.deallocate(); y.deallocate() }
         buffers = []
         leafB.deallocate()
     }
 
-    private mutating func buffer(at depth: Int) -> UnsafeMutableRawPointer {
-        while buffers.count <= depth { buffers.append(.allocate(byteCount: a.pageSize, alignment: 8)) }
+    private mutating func buffers(at depth: Int) -> (a: UnsafeMutableRawPointer, b: UnsafeMutableRawPointer) {
+        while buffers.count <= depth {
+            buffers.append((.allocate(byteCount: a.pageSize, alignment: 8), .allocate(byteCount: a.pageSize, alignment: 8)))
+        }
         return buffers[depth]
     }
 
@@ -453,7 +474,7 @@ struct TreeComparison {
     /// when A's tree cannot be trusted.
     mutating func visit(_ page: UInt32, depth: Int) -> Subtree? {
         guard depth < 64, !a.walPages.contains(page) else { return nil }
-        let x = buffer(at: depth)
+        let x = buffers(at: depth).a
         guard let source = a.page(page) else { return nil }
         x.copyMemory(from: source, byteCount: a.pageSize)
         let node = BTreePage(bytes: UnsafeRawBufferPointer(start: x, count: a.pageSize), usable: usable)
@@ -473,16 +494,31 @@ struct TreeComparison {
                 ranges.append(range)
                 return Subtree(identical: true, range: range)
             }
-            matchCells(node, BTreePage(bytes: UnsafeRawBufferPointer(start: leafB, count: a.pageSize), usable: usable),
+            sharedRuns(node, BTreePage(bytes: UnsafeRawBufferPointer(start: leafB, count: a.pageSize), usable: usable),
                        positionA: position, positionB: positionB)
             return Subtree(identical: false)
         }
-        let candidate = y.map { memcmp(x, $0, a.pageSize) == 0 } == true && overflowChainsIdentical(node)
+        let copyB = buffers(at: depth).b
+        if let y { copyB.copyMemory(from: y, byteCount: a.pageSize) }
+        let candidate = y != nil && memcmp(x, copyB, a.pageSize) == 0 && overflowChainsIdentical(node)
         guard let children = node.children() else { return nil }
+        // An index b-tree's interior cells are entries: those also in B's page
+        // (same bytes) let the ranges on either side of them join.
+        var sharedDividers = Set<Int>()
+        if keyColumns > 0, y != nil {
+            if candidate {
+                sharedDividers = Set(0..<node.cellCount)
+            } else {
+                matchCells(node, BTreePage(bytes: UnsafeRawBufferPointer(start: copyB, count: a.pageSize), usable: usable)) { i, _ in
+                    sharedDividers.insert(i)
+                }
+            }
+        }
         let before = ranges.count
         var first: Range?, last: Range?
         var allIdentical = candidate
-        for child in children {
+        for (k, child) in children.enumerated() {
+            if k > 0 && sharedDividers.contains(k - 1) { sharedDividerAfterLeaf.insert(leafCounter - 1) }
             guard let subtree = visit(child, depth: depth + 1) else { return nil }
             allIdentical = allIdentical && subtree.identical
             if first == nil { first = subtree.range }
@@ -498,46 +534,48 @@ struct TreeComparison {
         return Subtree(identical: true, range: range)
     }
 
-    /// Two leaves with the same page number that differ: their cells are
-    /// merged by key, and each run of cells that are byte-identical on both
-    /// sides (overflow included) and consecutive in both leaves becomes a
-    /// range. Within a leaf no other entry lies between two neighbouring cells.
-    private mutating func matchCells(_ x: BTreePage, _ y: BTreePage, positionA: Int, positionB: Int) {
-        guard y.isValid, y.isLeaf, y.type == x.type else { return }
-        let countA = x.cellCount, countB = y.cellCount
-        // The open run: where it starts in A and B, its first key, and its last cell so far.
-        var run: (firstA: Int, firstB: Int, low: [Value], lastA: Int, lastB: Int, high: [Value])?
-        func close() {
-            guard let open = run else { return }
-            ranges.append(Range(low: open.low, high: open.high, firstLeafA: positionA, lastLeafA: positionA,
-                                firstLeafB: positionB, lastLeafB: positionB, fromLeafStart: open.firstA == 0 && open.firstB == 0,
-                                toLeafEnd: open.lastA == countA - 1 && open.lastB == countB - 1))
-            run = nil
-        }
+    /// Merges the cells of A's page `x` and B's page `y` (same page number,
+    /// same kind) by key and calls `body` with each pair of cells that are
+    /// byte-identical, overflow included, in key order.
+    private mutating func matchCells(_ x: BTreePage, _ y: BTreePage, _ body: (Int, Int) -> Void) {
+        guard y.isValid, y.type == x.type else { return }
         var i = 0, j = 0
-        while i < countA && j < countB {
-            guard let keyA = key(x, i), let keyB = key(y, j) else { break }
+        while i < x.cellCount && j < y.cellCount {
+            guard let keyA = key(x, i), let keyB = key(y, j) else { return }
             let order = compareKeys(keyA, keyB)
-            if order == 0 && sameCell(x, i, y, j) {
-                if let open = run, open.lastA == i - 1, open.lastB == j - 1 {
-                    run = (open.firstA, open.firstB, open.low, i, j, keyA)
-                } else {
-                    close()
-                    run = (i, j, keyA, i, j, keyA)
-                }
-            } else {
-                close()
-            }
+            if order == 0 && sameCell(x, i, y, j) { body(i, j) }
             if order <= 0 { i += 1 }
             if order >= 0 { j += 1 }
         }
-        close()
+    }
+
+    /// Two leaves with the same page number that differ: each run of cells
+    /// that are identical on both sides and consecutive in both leaves
+    /// becomes a range (within a leaf no other entry lies between neighbouring cells).
+    private mutating func sharedRuns(_ x: BTreePage, _ y: BTreePage, positionA: Int, positionB: Int) {
+        var runs: [(firstA: Int, firstB: Int, lastA: Int, lastB: Int)] = []
+        matchCells(x, y) { i, j in
+            if let last = runs.last, last.lastA == i - 1, last.lastB == j - 1 {
+                runs[runs.count - 1].lastA = i
+                runs[runs.count - 1].lastB = j
+            } else {
+                runs.append((i, j, i, j))
+            }
+        }
+        for run in runs {
+            guard let low = key(x, run.firstA), let high = key(x, run.lastA) else { continue }
+            ranges.append(Range(low: low, high: high, firstLeafA: positionA, lastLeafA: positionA,
+                                firstLeafB: positionB, lastLeafB: positionB, fromLeafStart: run.firstA == 0 && run.firstB == 0,
+                                toLeafEnd: run.lastA == x.cellCount - 1 && run.lastB == y.cellCount - 1))
+        }
     }
 
     /// Cell `i` of `x` (A) and cell `j` of `y` (B) hold the same bytes, overflow chain included.
     private mutating func sameCell(_ x: BTreePage, _ i: Int, _ y: BTreePage, _ j: Int) -> Bool {
-        guard let cellA = x.payload(i), let cellB = y.payload(j), let startA = x.cellStart(i), let startB = y.cellStart(j)
-        else { return false }
+        // An interior cell's child pointer is not part of the entry.
+        let skip = x.type == BTreePage.indexInterior ? 4 : 0
+        guard let cellA = x.payload(i), let cellB = y.payload(j), let startA = x.cellStart(i).map({ $0 + skip }),
+              let startB = y.cellStart(j).map({ $0 + skip }) else { return false }
         let lengthA = cellA.start + cellA.local + (cellA.overflow != 0 ? 4 : 0) - startA
         let lengthB = cellB.start + cellB.local + (cellB.overflow != 0 ? 4 : 0) - startB
         guard lengthA == lengthB, memcmp(x.bytes.baseAddress! + startA, y.bytes.baseAddress! + startB, lengthA) == 0 else {
@@ -546,16 +584,17 @@ struct TreeComparison {
         return sameOverflow(cellA.overflow, bytes: cellA.size - cellA.local)
     }
 
-    /// The ranges with neighbours joined when nothing lies between them on
-    /// either side: a range that ends a leaf and one that starts the next,
-    /// in both files, in a table b-tree (an index b-tree has a divider entry
-    /// between any two leaves).
+    /// The ranges with neighbours joined when nothing differs between them
+    /// on either side: a range that ends a leaf and one that starts the next,
+    /// in both files; in an index b-tree, the divider entry between the two
+    /// leaves must also be identical in both.
     func joinedRanges() -> [Range] {
         var joined: [Range] = []
         joined.reserveCapacity(ranges.count)
         for range in ranges {
-            if keyColumns == 0, let previous = joined.last, previous.toLeafEnd, range.fromLeafStart,
-               previous.lastLeafA + 1 == range.firstLeafA, previous.lastLeafB + 1 == range.firstLeafB {
+            if let previous = joined.last, previous.toLeafEnd, range.fromLeafStart,
+               previous.lastLeafA + 1 == range.firstLeafA, previous.lastLeafB + 1 == range.firstLeafB,
+               keyColumns == 0 || sharedDividerAfterLeaf.contains(previous.lastLeafA) {
                 joined[joined.count - 1].high = range.high
                 joined[joined.count - 1].lastLeafA = range.lastLeafA
                 joined[joined.count - 1].lastLeafB = range.lastLeafB
