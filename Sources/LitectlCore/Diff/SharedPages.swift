@@ -117,6 +117,13 @@ final class PageFile {
         return UnsafeRawPointer(slots[slot].bytes + (index - chunk * chunkPages) * pageSize)
     }
 
+    /// Page `page` read on its own (not through the chunk cache, for pages
+    /// scattered over the file), valid until the next call.
+    func singlePage(_ page: UInt32) -> UnsafeRawPointer? {
+        guard page >= 1, page <= pageCount else { return nil }
+        return read(into: single, count: pageSize, offset: Int(page - 1) * pageSize) ? UnsafeRawPointer(single) : nil
+    }
+
     /// The page numbers named in the headers of every frame of the -wal
     /// (whatever their salt: a superset of the snapshot's frames). nil when
     /// the -wal cannot be read or has another page size.
@@ -355,8 +362,9 @@ struct TreeWalk {
         var leaves: [UInt32] = []
         // Depth first, children pushed right to left: leaves come out in key order.
         while let (page, depth) = stack.popLast() {
+            // Interior pages are few and scattered: read one by one.
             guard depth < 64, !file.walPages.contains(page), nodes.insert(page).inserted,
-                  let buffer = file.page(page) else { return false }
+                  let buffer = file.singlePage(page) else { return false }
             let node = BTreePage(bytes: UnsafeRawBufferPointer(start: buffer, count: file.pageSize), usable: usable)
             guard node.isValid else { return false }
             if node.isLeaf {
@@ -364,7 +372,7 @@ struct TreeWalk {
                 continue
             }
             guard let children = node.children(), let first = children.first, !file.walPages.contains(first),
-                  let firstChild = file.page(first) else { return false }
+                  let firstChild = file.singlePage(first) else { return false }
             let childrenAreLeaves = BTreePage(bytes: UnsafeRawBufferPointer(start: firstChild, count: file.pageSize),
                                               usable: usable).isLeaf
             if childrenAreLeaves {
@@ -541,9 +549,20 @@ struct TreeComparison {
         guard y.isValid, y.type == x.type else { return }
         var i = 0, j = 0
         while i < x.cellCount && j < y.cellCount {
-            guard let keyA = key(x, i), let keyB = key(y, j) else { return }
-            let order = compareKeys(keyA, keyB)
-            if order == 0 && sameCell(x, i, y, j) { body(i, j) }
+            // Identical cells hold the same key: keys are read only where cells differ.
+            if sameCell(x, i, y, j) {
+                body(i, j)
+                i += 1; j += 1
+                continue
+            }
+            let order: Int
+            if keyColumns == 0 {
+                guard let rowidA = x.rowid(i), let rowidB = y.rowid(j) else { return }
+                order = rowidA < rowidB ? -1 : (rowidA == rowidB ? 0 : 1)
+            } else {
+                guard let keyA = key(x, i), let keyB = key(y, j) else { return }
+                order = compareKeys(keyA, keyB)
+            }
             if order <= 0 { i += 1 }
             if order >= 0 { j += 1 }
         }
