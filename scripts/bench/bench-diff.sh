@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks `litectl diff` against sqldiff on generated pairs: 1% of rows
-# changed and identical copies, at 100k and 1M rows (BENCH_DIFF_ROWS to
-# change the sizes), plus peak memory (/usr/bin/time -v) of each tool.
+# changed (a copy of A, then changed: the pair shares history, as a backup and
+# its source do) and identical copies, at 100k and 1M rows (BENCH_DIFF_ROWS to
+# change the sizes), with and without the shared-pages shortcut, plus peak
+# memory (/usr/bin/time -v) of each tool.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_require hyperfine sqlite3 sqldiff python3
@@ -25,6 +27,10 @@ for rows in ${BENCH_DIFF_ROWS:-100000 1000000}; do
                 "sqldiff" "sqldiff $a $b >/dev/null" -i
   bench_compare "litectl diff --summary" "$LITECTL diff --summary $a $b >/dev/null" \
                 "sqldiff --summary" "sqldiff --summary $a $b >/dev/null" -i
+  # Without the shared-pages shortcut: every row of both sides read and compared
+  # (what a pair that shares no history costs).
+  bench_compare "litectl diff --full-scan --format sql" "$LITECTL diff --full-scan --format sql $a $b >/dev/null" \
+                "sqldiff" "sqldiff $a $b >/dev/null" -i
   echo "== $rows rows, identical copies"
   bench_compare "litectl diff --format sql" "$LITECTL diff --format sql $a $c >/dev/null" \
                 "sqldiff" "sqldiff $a $c >/dev/null" -i
