@@ -56,10 +56,9 @@ final class PageFile {
         pageSize = Int(size)
         usableSize = Int(size) - Int(reserved)
         pageCount = UInt32(count)
-        // Bytes 18-19 of the header are 2 in WAL mode.
-        var header = [UInt8](repeating: 0, count: 20)
-        guard read(into: &header, offset: 0) else { return nil }
-        if header[18] == 2 || header[19] == 2 {
+        // SQLite reads a -wal whenever one exists, whatever the header's
+        // version bytes say: ask the pager what it does.
+        if try connection.journalMode() == "wal" {
             var wal: UnsafeMutablePointer<sqlite3_file>?
             guard sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK else { return nil }
             if let wal, wal.pointee.pMethods != nil {
@@ -76,11 +75,6 @@ final class PageFile {
     func read(into buffer: UnsafeMutableRawPointer, count: Int, offset: Int) -> Bool {
         guard let xRead = file.pointee.pMethods.pointee.xRead else { return false }
         return xRead(file, buffer, Int32(count), sqlite3_int64(offset)) == SQLITE_OK
-    }
-
-    private func read(into bytes: inout [UInt8], offset: Int) -> Bool {
-        let count = bytes.count
-        return bytes.withUnsafeMutableBytes { read(into: $0.baseAddress!, count: count, offset: offset) }
     }
 
     // A small direct-mapped cache of 128 KiB chunks: one read per chunk
