@@ -39,7 +39,7 @@ public final class ChangesetWriter: DiffConsumer {
               table.columns.count == plan.columns.count else {
             skippedTables.append((plan.name, "generated or hidden columns")); return
         }
-        guard comparison.options.ignoredColumns.allSatisfy({ !$0.lowercased().hasPrefix(plan.name.lowercased() + ".") }) else {
+        guard comparison.options.ignoredColumns.allSatisfy({ !sqlNameHasPrefix($0, plan.name + ".") }) else {
             skippedTables.append((plan.name, "--ignore-column")); return
         }
         usable = true

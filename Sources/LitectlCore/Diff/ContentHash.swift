@@ -44,8 +44,8 @@ public enum ContentHasher {
     static func hash(_ connection: Connection, options: ContentHashOptions) throws -> ContentHash {
         let schema = try connection.readSchema()
         var total = SHA256Hasher()
-        let wanted = Set(options.tables.map { $0.lowercased() })
-        func selected(_ name: String) -> Bool { wanted.isEmpty || wanted.contains(name.lowercased()) }
+        let wanted = Set(options.tables.map(sqlNameKey))
+        func selected(_ name: String) -> Bool { wanted.isEmpty || wanted.contains(sqlNameKey(name)) }
         for name in options.tables where schema.table(named: name) == nil {
             throw DatabaseError(code: .error, message: "no such table: \(name)", path: connection.path)
         }
@@ -89,7 +89,7 @@ public enum ContentHasher {
         schema.tables.filter { table in
             switch table.kind {
             case .ordinary, .virtual: return table.problem == nil
-            case .internal: return table.name.lowercased() == "sqlite_sequence"
+            case .internal: return sameSQLName(table.name, "sqlite_sequence")
             case .shadow: return false
             }
         }.sorted { compareNames($0.name, $1.name) }
@@ -103,10 +103,10 @@ public enum ContentHasher {
             WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
             """)
         let shadows = Set(try connection.rows("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'")
-            .compactMap { if case .text(let b) = $0[0] { return String(decoding: b, as: UTF8.self).lowercased() } else { return nil } })
+            .compactMap { if case .text(let b) = $0[0] { return sqlNameKey(String(decoding: b, as: UTF8.self)) } else { return nil } })
         try statement.forEachRow { row in
             let name = row.string(at: 1)
-            if shadows.contains(name.lowercased()) { return }
+            if shadows.contains(sqlNameKey(name)) { return }
             result.append((row.string(at: 0), name, row.string(at: 2), row.string(at: 3)))
         }
         return result.sorted { $0.type != $1.type ? $0.type < $1.type : compareNames($0.name, $1.name) }
@@ -181,10 +181,10 @@ public enum ContentHasher {
     }
 }
 
-/// Names in a fixed order: by their UTF-8 bytes, case-folded for ASCII (SQLite
-/// names are case-insensitive for ASCII), then exactly.
+/// Names in a fixed order: by their UTF-8 bytes, case-folded for ASCII only
+/// as SQLite folds names (`sqlNameKey`), then exactly.
 func compareNames(_ a: String, _ b: String) -> Bool {
-    let la = Array(a.lowercased().utf8), lb = Array(b.lowercased().utf8)
+    let la = sqlNameKey(a), lb = sqlNameKey(b)
     if la != lb { return compareBytes(la, lb) < 0 }
     return compareBytes(Array(a.utf8), Array(b.utf8)) < 0
 }

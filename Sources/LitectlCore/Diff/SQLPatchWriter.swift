@@ -17,7 +17,7 @@ public final class SQLPatchWriter: DiffConsumer {
     var spooling = false
     /// Tables whose rows may have moved sqlite_sequence during the patch.
     var touchedAutoincrement = false
-    var autoincrementTables: Set<String> = []
+    var autoincrementTables: Set<[UInt8]> = []
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -51,7 +51,7 @@ public final class SQLPatchWriter: DiffConsumer {
 
     public func begin(_ diff: SchemaComparison) throws {
         comparison = diff
-        autoincrementTables = Set((diff.a.tables + diff.b.tables).filter(\.autoincrement).map { $0.name.lowercased() })
+        autoincrementTables = Set((diff.a.tables + diff.b.tables).filter(\.autoincrement).map { sqlNameKey($0.name) })
         if !diff.changes.isEmpty { start() }
     }
 
@@ -134,7 +134,7 @@ public final class SQLPatchWriter: DiffConsumer {
 
     func noteTouched(_ plan: TablePlan) {
         start()
-        if autoincrementTables.contains(plan.name.lowercased()) { touchedAutoincrement = true }
+        if autoincrementTables.contains(sqlNameKey(plan.name)) { touchedAutoincrement = true }
     }
 
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
