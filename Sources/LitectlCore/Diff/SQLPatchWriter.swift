@@ -101,25 +101,36 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
-    func appendCell(_ row: DiffRow, _ i: Int) {
-        row.value(at: i).appendSQLLiteral(to: &line)
+    /// Column `i` of `row` as a literal for A's text encoding; TEXT that has no
+    /// exact literal there is an error naming the table, the row and the column.
+    func appendCell(_ plan: TablePlan, _ row: DiffRow, _ i: Int) throws {
+        do {
+            try row.value(at: i).appendSQLLiteral(to: &line, encoding: comparison.encodingA)
+        } catch let error as UnrepresentableTextError {
+            let key = plan.mode == .multiset ? "a row without a key"
+                : "the row " + plan.keyIndexes.map { "\(plan.columns[$0])=\(row.value(at: $0).sqlLiteral)" }.joined(separator: " ")
+            let shown = Value.blob(Array(error.bytes.prefix(32))).sqlLiteral + (error.bytes.count > 32 ? "…" : "")
+            throw DatabaseError(code: .error, message: "table \(plan.name), \(key): column \(plan.columns[i]) holds TEXT that is "
+                                + "not UTF-8 (\(shown)); it cannot be written exactly into the first database, whose text is "
+                                + error.encoding.rawValue)
+        }
     }
 
-    func appendWhere(_ plan: TablePlan, _ row: DiffRow) {
+    func appendWhere(_ plan: TablePlan, _ row: DiffRow) throws {
         line.append(contentsOf: " WHERE ".utf8)
         if plan.mode == .multiset {
             // No key: delete one row holding exactly these values.
             line.append(contentsOf: "rowid = (SELECT rowid FROM ".utf8)
             appendTable(plan)
             line.append(contentsOf: " WHERE ".utf8)
-            appendConditions(plan, row, plan.columns.indices.map { $0 })
+            try appendConditions(plan, row, plan.columns.indices.map { $0 })
             line.append(contentsOf: " LIMIT 1)".utf8)
         } else {
-            appendConditions(plan, row, plan.keyIndexes)
+            try appendConditions(plan, row, plan.keyIndexes)
         }
     }
 
-    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) {
+    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) throws {
         for (n, i) in indexes.enumerated() {
             if n > 0 { line.append(contentsOf: " AND ".utf8) }
             appendColumn(plan, i)
@@ -127,7 +138,7 @@ public final class SQLPatchWriter: DiffConsumer {
                 line.append(contentsOf: " IS NULL".utf8)
             } else {
                 line.append(contentsOf: (plan.mode == .multiset ? " IS " : "=").utf8)
-                appendCell(row, i)
+                try appendCell(plan, row, i)
             }
         }
     }
@@ -149,7 +160,7 @@ public final class SQLPatchWriter: DiffConsumer {
         line.append(contentsOf: ") VALUES(".utf8)
         for i in plan.columns.indices {
             if i > 0 { line.append(UInt8(ascii: ",")) }
-            appendCell(new, i)
+            try appendCell(plan, new, i)
         }
         line.append(contentsOf: ");".utf8)
         try spoolLine()
@@ -159,7 +170,7 @@ public final class SQLPatchWriter: DiffConsumer {
         noteTouched(plan)
         line.append(contentsOf: "DELETE FROM ".utf8)
         appendTable(plan)
-        appendWhere(plan, old)
+        try appendWhere(plan, old)
         line.append(UInt8(ascii: ";"))
         flushLine()
     }
@@ -173,9 +184,9 @@ public final class SQLPatchWriter: DiffConsumer {
             if n > 0 { line.append(UInt8(ascii: ",")) }
             appendColumn(plan, i)
             line.append(UInt8(ascii: "="))
-            appendCell(new, i)
+            try appendCell(plan, new, i)
         }
-        appendWhere(plan, old)
+        try appendWhere(plan, old)
         line.append(UInt8(ascii: ";"))
         try spoolLine()
     }
@@ -214,11 +225,11 @@ public final class SQLPatchWriter: DiffConsumer {
                 emit("DELETE FROM sqlite_sequence;")
                 for row in rows {
                     line.append(contentsOf: "INSERT INTO sqlite_sequence(rowid,name,seq) VALUES(".utf8)
-                    row[2].appendSQLLiteral(to: &line)
+                    try row[2].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(UInt8(ascii: ","))
-                    row[0].appendSQLLiteral(to: &line)
+                    try row[0].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(UInt8(ascii: ","))
-                    row[1].appendSQLLiteral(to: &line)
+                    try row[1].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(contentsOf: ");".utf8)
                     flushLine()
                 }

@@ -28,6 +28,8 @@ public struct SchemaComparison: Sendable {
     public var sequenceB: [[Value]]?
     /// The schema changes found (empty with --data-only).
     public var changes: [SchemaChange] = []
+    /// A's text encoding: a patch's TEXT literals are written for it.
+    public var encodingA: TextEncoding = .utf8
 
     /// True when every table is in scope (no --table filter): views and
     /// database-wide settings are compared only then.
@@ -47,6 +49,9 @@ public struct SchemaComparison: Sendable {
         self.a = a
         self.b = b
         self.options = options
+        if case .text(let bytes) = try connectionA.scalar("PRAGMA encoding") ?? .null {
+            encodingA = TextEncoding(rawValue: String(decoding: bytes, as: UTF8.self)) ?? .utf8
+        }
         for name in options.tables where a.table(named: name) == nil && b.table(named: name) == nil {
             throw DatabaseError(code: .error, message: "no such table in either database: \(name)")
         }
