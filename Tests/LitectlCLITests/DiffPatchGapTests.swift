@@ -149,4 +149,174 @@ import TestSupport
         #expect(try FileFingerprint(a16).bytes == before.bytes, "the unfinished patch changed A")
         try roundTrip(a8, b, in: folder)
     }
+
+    // MARK: UNIQUE values that move from row to row
+
+    static let uniqueSchema = """
+        CREATE TABLE t(id INTEGER PRIMARY KEY, u TEXT UNIQUE, v);
+        CREATE TABLE pair(id INTEGER PRIMARY KEY, a, b, UNIQUE(a, b));
+        CREATE TABLE w(k TEXT PRIMARY KEY, u INTEGER NOT NULL UNIQUE, note) WITHOUT ROWID;
+        CREATE TABLE nocase(id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE UNIQUE);
+        CREATE TABLE replaced(id INTEGER PRIMARY KEY, u UNIQUE ON CONFLICT REPLACE);
+        CREATE TABLE expr(id INTEGER PRIMARY KEY, e TEXT); CREATE UNIQUE INDEX expr_lower ON expr(lower(e));
+        CREATE TABLE part(id INTEGER PRIMARY KEY, u, active); CREATE UNIQUE INDEX part_active ON part(u) WHERE active;
+        CREATE TABLE keyless(u UNIQUE, v);
+
+        """
+
+    /// A: the rows before; B: values swapped (t 1↔2), passed along a chain
+    /// (t 4→5's value, 5→a new one), round a cycle (t 6→7→8→6), taken over
+    /// from a deleted row (t 9 → new 10), and swapped under composite,
+    /// NOCASE, ON CONFLICT REPLACE, expression and partial UNIQUE indexes, in
+    /// a WITHOUT ROWID table and in a table without a key (patched by rowid).
+    static let uniqueA = uniqueSchema + """
+        INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'x', 4), (5, 'y', 5), (6, 'p', 6), (7, 'q', 7),
+          (8, 'r', 8), (9, 's', 9);
+        INSERT INTO pair VALUES (1, 1, 2), (2, 2, 1);
+        INSERT INTO w VALUES ('a', 1, 'n'), ('b', 2, 'n');
+        INSERT INTO nocase VALUES (1, 'Abc'), (2, 'abd');
+        INSERT INTO replaced VALUES (1, 'a'), (2, 'b');
+        INSERT INTO expr VALUES (1, 'Ab'), (2, 'cd');
+        INSERT INTO part VALUES (1, 'u', 1), (2, 'u', 0);
+        INSERT INTO keyless VALUES ('a', 1), ('b', 2);
+        """
+    static let uniqueB = uniqueSchema + """
+        INSERT INTO t VALUES (1, 'b', 1), (2, 'a', 2), (3, 'c', 30), (4, 'y', 4), (5, 'z', 5), (6, 'q', 6), (7, 'r', 7),
+          (8, 'p', 8), (10, 's', 10);
+        INSERT INTO pair VALUES (1, 2, 1), (2, 1, 2);
+        INSERT INTO w VALUES ('a', 2, 'n'), ('b', 1, 'm');
+        INSERT INTO nocase VALUES (1, 'abd'), (2, 'ABC');
+        INSERT INTO replaced VALUES (1, 'b'), (2, 'a');
+        INSERT INTO expr VALUES (1, 'CD'), (2, 'ab');
+        INSERT INTO part VALUES (1, 'u', 0), (2, 'u', 1);
+        INSERT INTO keyless VALUES ('b', 1), ('a', 2);
+        """
+
+    @Test func uniqueValuesSwappedChainedAndCycled() throws {
+        let folder = try TemporaryFolder("gap-unique")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, Self.uniqueA)
+        try makeDatabase(b, Self.uniqueB)
+        try roundTrip(a, b, in: folder)
+
+        // Only updates that change a UNIQUE column become DELETE + INSERT.
+        let patch = try litectl("diff", "--format", "sql", a, b).stdout
+        #expect(patch.contains("UPDATE \"t\" SET \"v\"=30 WHERE \"id\"=3;\n"))
+        #expect(patch.contains("DELETE FROM \"t\" WHERE \"id\"=1;\n"))
+        #expect(patch.contains("INSERT INTO \"t\"(\"id\",\"u\",\"v\") VALUES(1,'b',1);\n"))
+        #expect(!patch.contains("UPDATE \"t\" SET \"u\""))
+        #expect(patch.contains("INSERT INTO \"keyless\"(rowid,\"u\",\"v\") VALUES(1,'b',1);\n"))
+    }
+
+    /// Changesets carry the same updates; sqlite3changeset_apply alone reports
+    /// a swap as a CONSTRAINT conflict (each row waits for the other), and
+    /// litectl patch finishes those changes, forwards and inverted. (Not for
+    /// UNIQUE ON CONFLICT REPLACE: see `aChangesetCannotSwapOnConflictReplace`.)
+    @Test func uniqueSwapsInAChangeset() throws {
+        let folder = try TemporaryFolder("gap-unique-changeset")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, Self.uniqueA + "DROP TABLE replaced;")
+        try makeDatabase(b, Self.uniqueB + "DROP TABLE replaced;")
+        let diff = try litectl("diff", "--format", "changeset", a, b)
+        #expect(diff.status == 1)
+        #expect(diff.stderr == "litectl: note: table keyless is not in the changeset: no primary key\n")
+        let changeset = folder.file("c.bin")
+        try Data(diff.stdoutBytes).write(to: URL(fileURLWithPath: changeset))
+        let patched = try folder.copy(a, as: "patched.db")
+        let dry = try litectl("patch", "--dry-run", patched, changeset)
+        #expect(dry.status == 0 && dry.stdout == "changeset: 20 rows changed (dry run: rolled back)\n", "\(dry.stdout)\(dry.stderr)")
+        let applied = try litectl("patch", patched, changeset)
+        #expect(applied.status == 0 && applied.stderr.isEmpty, "\(applied.stderr)")
+        let tables = ["t", "pair", "w", "nocase", "expr", "part"]
+        for table in tables {
+            #expect(try litectl("diff", "--table", table, patched, b).status == 0, "\(table)")
+            let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", "--table", table, patched, b])
+            #expect(sqldiff.status == 0 && sqldiff.stdout.isEmpty, "\(table): \(sqldiff.stdout)")
+        }
+        #expect(try sqlite3Scalar(patched, "PRAGMA integrity_check") == "ok")
+        let undone = try litectl("patch", "--invert", patched, changeset)
+        #expect(undone.status == 0 && undone.stderr.isEmpty, "\(undone.stderr)")
+        for table in tables { #expect(try litectl("diff", "--table", table, patched, a).status == 0, "\(table)") }
+    }
+
+    /// Applying a changeset, SQLite updates the rows as they are: in a column
+    /// declared UNIQUE ON CONFLICT REPLACE the first update of a swap deletes
+    /// the other row, and the second finds it gone. That conflict aborts the
+    /// patch, which changes nothing (the SQL patch does swap such rows).
+    @Test func aChangesetCannotSwapOnConflictReplace() throws {
+        let folder = try TemporaryFolder("gap-unique-replace")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, "CREATE TABLE r(id INTEGER PRIMARY KEY, u UNIQUE ON CONFLICT REPLACE); INSERT INTO r VALUES (1, 'a'), (2, 'b');")
+        try makeDatabase(b, "CREATE TABLE r(id INTEGER PRIMARY KEY, u UNIQUE ON CONFLICT REPLACE); INSERT INTO r VALUES (1, 'b'), (2, 'a');")
+        let changeset = folder.file("c.bin")
+        try Data(try litectl("diff", "--format", "changeset", a, b).stdoutBytes).write(to: URL(fileURLWithPath: changeset))
+        let before = try FileFingerprint(a)
+        let result = try litectl("patch", a, changeset)
+        #expect(result.status == 2 && result.stderr.contains("a change conflicts with the database"), "\(result.stderr)")
+        #expect(try FileFingerprint(a).bytes == before.bytes)
+    }
+
+    /// Changes that truly break a constraint still fail as a whole (abort) or
+    /// are left out (omit), after the retry as DELETE + INSERT.
+    @Test func aChangesetThatTrulyConflictsStillFails() throws {
+        let folder = try TemporaryFolder("gap-unique-conflict")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        let rows = "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');"
+        try makeDatabase(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, u UNIQUE);" + rows)
+        try makeDatabase(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, u UNIQUE);" + rows + "UPDATE t SET u = 'z' WHERE id = 1; UPDATE t SET u = 'a' WHERE id = 2;")
+        let diff = try litectl("diff", "--format", "changeset", a, b)
+        let changeset = folder.file("c.bin")
+        try Data(diff.stdoutBytes).write(to: URL(fileURLWithPath: changeset))
+        // A copy of A where another row already holds 'z': the update of row 1 cannot land.
+        let target = try folder.copy(a, as: "target.db")
+        try sqlite3(["-batch", target, "INSERT INTO t VALUES (4, 'z')"])
+        let before = try FileFingerprint(target)
+        let aborted = try litectl("patch", target, changeset)
+        #expect(aborted.status == 2)
+        #expect(aborted.stderr.contains("a change conflicts with the database (use --on-conflict omit or replace): UNIQUE constraint failed: t.u"),
+                "\(aborted.stderr)")
+        #expect(try FileFingerprint(target).bytes == before.bytes)
+        let omitted = try litectl("patch", "--on-conflict", "omit", target, changeset)
+        #expect(omitted.status == 0, "\(omitted.stderr)")
+        #expect(try sqlite3Scalar(target, "SELECT group_concat(id || u, ' ') FROM (SELECT * FROM t ORDER BY id)") == "1a 2b 3c 4z")
+    }
+
+    /// A parent whose UNIQUE code moves is deleted and inserted again: with
+    /// foreign keys off (the patch turns them off before its transaction, even
+    /// in a shell that turned them on) its ON DELETE CASCADE children stay,
+    /// and its triggers, dropped around the data changes, do not fire.
+    @Test func uniqueSwapInATableWithCascadingChildren() throws {
+        let schema = """
+            CREATE TABLE parent(id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE);
+            CREATE TABLE child(id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent(id) ON DELETE CASCADE ON UPDATE CASCADE,
+              note TEXT);
+            CREATE TABLE log(entry);
+            CREATE TRIGGER parent_gone AFTER DELETE ON parent BEGIN INSERT INTO log VALUES ('deleted ' || old.id); END;
+            PRAGMA foreign_keys=ON;
+            INSERT INTO parent VALUES (1, 'x'), (2, 'y'), (3, 'z');
+            INSERT INTO child VALUES (1, 1, 'c1'), (2, 2, 'c2'), (3, 1, 'c3'), (4, 3, 'c4');
+
+            """
+        let folder = try TemporaryFolder("gap-unique-cascade")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, schema)
+        try makeDatabase(b, schema + "UPDATE parent SET code = 'tmp' WHERE id = 1; UPDATE parent SET code = 'x' WHERE id = 2;"
+                            + "UPDATE parent SET code = 'y' WHERE id = 1; INSERT INTO child VALUES (5, 2, 'c5');")
+        try roundTrip(a, b, in: folder)
+
+        let diff = try litectl("diff", "--format", "sql", a, b)
+        let patched = try folder.copy(a, as: "patched-fk.db")
+        let applied = try runProcess(sqlite3Binary, ["-batch", "-cmd", "PRAGMA foreign_keys=ON", patched], input: diff.stdoutBytes)
+        #expect(applied.status == 0 && applied.stderr.isEmpty, "\(applied.stderr)")
+        #expect(try sqlite3Scalar(patched, "SELECT count(*) FROM child") == "5")
+        #expect(try sqlite3Scalar(patched, "SELECT count(*) FROM log") == "0")
+        try expectEqual(patched, b)
+
+        let changeset = folder.file("c.bin")
+        try Data(try litectl("diff", "--format", "changeset", a, b).stdoutBytes).write(to: URL(fileURLWithPath: changeset))
+        let patched2 = try folder.copy(a, as: "patched-changeset.db")
+        let result = try litectl("patch", patched2, changeset)
+        #expect(result.status == 0, "\(result.stderr)")
+        try expectEqual(patched2, b)
+    }
 }

@@ -18,6 +18,12 @@ public final class SQLPatchWriter: DiffConsumer {
     /// Tables whose rows may have moved sqlite_sequence during the patch.
     var touchedAutoincrement = false
     var autoincrementTables: Set<[UInt8]> = []
+    /// The current table's UNIQUE guard (see `updated`): the columns of its
+    /// UNIQUE indexes, whether every update must count as touching one (a
+    /// partial or expression index), and whether updates may be rewritten at all.
+    var uniqueColumns: [Bool] = []
+    var everyUpdateTouchesUnique = false
+    var mayRewriteUpdates = false
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -87,7 +93,38 @@ public final class SQLPatchWriter: DiffConsumer {
         for table in c.addedTables { emit((table.sql ?? "") + ";") }
     }
 
-    public func beginTable(_ plan: TablePlan) throws {}
+    public func beginTable(_ plan: TablePlan) throws {
+        uniqueColumns = Array(repeating: false, count: plan.columns.count)
+        everyUpdateTouchesUnique = false
+        mayRewriteUpdates = false
+        let c = comparison!
+        guard !plan.isVirtual, plan.mode != .multiset, !plan.onlyInA, !plan.onlyInB, let table = c.a.table(named: plan.name) else { return }
+        // Rewriting an update as DELETE + INSERT keeps the row only when the
+        // plan writes every column A's table holds (not so for --data-only
+        // across a changed definition: A's other columns would be lost).
+        let written = Set(plan.columns.indices.filter { $0 != 0 || plan.rowidColumn == nil }.map { sqlNameKey(plan.columns[$0]) })
+        guard Set(table.contentColumns.map { sqlNameKey($0.name) }) == written else { return }
+        mayRewriteUpdates = true
+        // The UNIQUE indexes in force during the data changes: A's, less those
+        // the patch drops first (B's new ones are made after the data).
+        let dropped = Set(c.indexesToDrop.map(\.name))
+        var names: Set<[UInt8]> = []
+        for index in c.a.indexes(on: table.name) where index.unique && !dropped.contains(index.name) {
+            if index.problem != nil || index.partial { everyUpdateTouchesUnique = true }
+            for part in index.parts {
+                // An expression, the rowid or a generated column depends on other columns.
+                guard let name = part.name, part.columnID >= 0,
+                      let column = table.columns.first(where: { sameSQLName($0.name, name) }), !column.isGenerated else {
+                    everyUpdateTouchesUnique = true
+                    continue
+                }
+                names.insert(sqlNameKey(column.name))
+            }
+        }
+        for i in plan.columns.indices where i != 0 || plan.rowidColumn == nil {
+            uniqueColumns[i] = names.contains(sqlNameKey(plan.columns[i]))
+        }
+    }
 
     func appendTable(_ plan: TablePlan) {
         line.append(contentsOf: quoteIdentifier(plan.name).utf8)
@@ -150,6 +187,11 @@ public final class SQLPatchWriter: DiffConsumer {
 
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
         noteTouched(plan)
+        try appendInsert(plan) { _ in new }
+    }
+
+    /// Spools `INSERT INTO table(columns) VALUES(...)`, column i's value taken from `row(i)`.
+    func appendInsert(_ plan: TablePlan, _ row: (Int) -> DiffRow) throws {
         line.append(contentsOf: "INSERT INTO ".utf8)
         appendTable(plan)
         line.append(UInt8(ascii: "("))
@@ -160,7 +202,7 @@ public final class SQLPatchWriter: DiffConsumer {
         line.append(contentsOf: ") VALUES(".utf8)
         for i in plan.columns.indices {
             if i > 0 { line.append(UInt8(ascii: ",")) }
-            try appendCell(plan, new, i)
+            try appendCell(plan, row(i), i)
         }
         line.append(contentsOf: ");".utf8)
         try spoolLine()
@@ -175,8 +217,23 @@ public final class SQLPatchWriter: DiffConsumer {
         flushLine()
     }
 
+    /// An update, as `UPDATE ... SET` of the changed columns; or, when it
+    /// changes a column of a UNIQUE index, as a DELETE written now with the
+    /// table's deletes and an INSERT spooled with its inserts. Updated in
+    /// place, rows that swap a UNIQUE value (or pass one along a chain or a
+    /// cycle) collide half way; this way every row leaving a value is gone
+    /// before any arrives, and what is inserted is part of B, whose UNIQUE
+    /// indexes hold. Foreign keys are off, so the DELETE cascades nowhere, and
+    /// triggers are dropped. The INSERT keeps A's value in columns the diff
+    /// did not compare (--ignore-column), as the UPDATE would.
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         noteTouched(plan)
+        if mayRewriteUpdates && (everyUpdateTouchesUnique || changed.contains { uniqueColumns[$0] }) {
+            try deleted(plan, old: old)
+            let changedSet = Set(changed)
+            try appendInsert(plan) { changedSet.contains($0) ? new : old }
+            return
+        }
         line.append(contentsOf: "UPDATE ".utf8)
         appendTable(plan)
         line.append(contentsOf: " SET ".utf8)
