@@ -14,6 +14,8 @@ public final class ChangesetWriter: DiffConsumer {
     var comparison: SchemaComparison!
     /// Tables whose changes a changeset cannot carry, with the reason.
     public private(set) var skippedTables: [(name: String, reason: String)] = []
+    /// Why the current table cannot be carried; it is named only if it differs.
+    var skipReason: String?
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -31,16 +33,17 @@ public final class ChangesetWriter: DiffConsumer {
         current = plan
         headerWritten = false
         usable = false
+        skipReason = nil
         guard !plan.onlyInA && !plan.onlyInB, comparison.sameTables.contains(where: { $0.b.name == plan.name }) else { return }
         guard plan.mode == .key && !plan.userKey && !plan.isVirtual else {
-            skippedTables.append((plan.name, "no primary key")); return
+            skipReason = "no primary key"; return
         }
         guard let table = comparison.b.table(named: plan.name), table.columns.allSatisfy({ $0.hidden == .normal }),
               table.columns.count == plan.columns.count else {
-            skippedTables.append((plan.name, "generated or hidden columns")); return
+            skipReason = "generated or hidden columns"; return
         }
         guard comparison.options.ignoredColumns.allSatisfy({ !sqlNameHasPrefix($0, plan.name + ".") }) else {
-            skippedTables.append((plan.name, "--ignore-column")); return
+            skipReason = "--ignore-column"; return
         }
         usable = true
     }
@@ -124,7 +127,9 @@ public final class ChangesetWriter: DiffConsumer {
         flushIfLarge()
     }
 
-    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {}
+    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
+        if let skipReason, counts.total > 0 { skippedTables.append((plan.name, skipReason)) }
+    }
 
     public func finish(_ summary: DiffSummary) throws {
         sink.write(out)

@@ -77,6 +77,17 @@ public final class SQLPatchWriter: DiffConsumer {
         emit("PRAGMA defer_foreign_keys=ON;")
         for trigger in c.triggersA { emit("DROP TRIGGER IF EXISTS \(quoteIdentifier(trigger.name));") }
         guard !c.options.dataOnly else { return }
+        let addedStatistics = c.addedTables.filter(SchemaComparison.isStatisticsTable)
+        // DROP TABLE and DROP INDEX delete the statistics rows of what they
+        // drop, and ANALYZE those of what it analyzes: the rows of statistics
+        // tables the data pass patches are kept aside and put back, so that
+        // the pass starts from A's rows as it read them.
+        let changesSchema = !c.indexesToDrop.isEmpty || !c.droppedTables.isEmpty || !c.changedTables.isEmpty || !addedStatistics.isEmpty
+        let keptStatistics = c.options.schemaOnly || !changesSchema ? [] : c.sameTables.map(\.a).filter(SchemaComparison.isStatisticsTable)
+        for table in keptStatistics {
+            emit("CREATE TEMP TABLE \(quoteIdentifier("litectl_kept_" + table.name)) AS SELECT rowid AS litectl_rowid, * FROM "
+                 + "\(quoteIdentifier("main", table.name));")
+        }
         for view in c.viewsToDrop { emit("DROP VIEW IF EXISTS \(quoteIdentifier(view.name));") }
         for index in c.indexesToDrop { emit("DROP INDEX IF EXISTS \(quoteIdentifier(index.name));") }
         for table in c.droppedTables { emit("DROP TABLE \(quoteIdentifier(table.name));") }
@@ -90,7 +101,29 @@ public final class SQLPatchWriter: DiffConsumer {
                 emit("-- table \(pair.b.name): definition changed; --schema-only leaves it (rebuilding needs its data)")
             }
         }
-        for table in c.addedTables { emit((table.sql ?? "") + ";") }
+        for table in c.addedTables where !SchemaComparison.isStatisticsTable(table) { emit((table.sql ?? "") + ";") }
+        if !addedStatistics.isEmpty {
+            // SQLite refuses CREATE TABLE sqlite_stat1; ANALYZE of sqlite_schema
+            // (whose statistics SQLite never gathers) makes the statistics
+            // tables and fills none, as the sqlite3 shell's .dump does. It makes
+            // sqlite_stat4 too when the SQLite running the patch has STAT4:
+            // dropped again unless A or B has it.
+            if addedStatistics.contains(where: { sameSQLName($0.name, "sqlite_stat4") }) {
+                emit("-- sqlite_stat4: ANALYZE makes it only in a SQLite built with SQLITE_ENABLE_STAT4 (without, the patch stops at its first row)")
+            }
+            emit("ANALYZE sqlite_schema;")
+            for name in ["sqlite_stat1", "sqlite_stat4"]
+            where c.a.tables.first(where: { sameSQLName($0.name, name) }) == nil && c.b.tables.first(where: { sameSQLName($0.name, name) }) == nil {
+                emit("DROP TABLE IF EXISTS \(name);")
+            }
+        }
+        for table in keptStatistics {
+            let kept = quoteIdentifier("temp", "litectl_kept_" + table.name)
+            let columns = table.columns.map { quoteIdentifier($0.name) }.joined(separator: ",")
+            emit("DELETE FROM \(quoteIdentifier("main", table.name));")
+            emit("INSERT INTO \(quoteIdentifier("main", table.name))(rowid,\(columns)) SELECT litectl_rowid,\(columns) FROM \(kept);")
+            emit("DROP TABLE \(kept);")
+        }
     }
 
     public func beginTable(_ plan: TablePlan) throws {
