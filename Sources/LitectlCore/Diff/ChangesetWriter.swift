@@ -38,6 +38,9 @@ public final class ChangesetWriter: DiffConsumer {
         guard plan.mode == .key && !plan.userKey && !plan.isVirtual else {
             skipReason = "no primary key"; return
         }
+        if let wrong = plan.misreadPrimaryKey(comparison) {
+            skipReason = "rows were matched by \(wrong.used), not by its primary key \(wrong.declared)"; return
+        }
         guard let table = comparison.b.table(named: plan.name), table.columns.allSatisfy({ $0.hidden == .normal }),
               table.columns.count == plan.columns.count else {
             skipReason = "generated or hidden columns"; return

@@ -24,6 +24,8 @@ public final class SQLPatchWriter: DiffConsumer {
     var uniqueColumns: [Bool] = []
     var everyUpdateTouchesUnique = false
     var mayRewriteUpdates = false
+    /// Set when the current table's rows were matched by the wrong columns.
+    var misreadKey: (used: String, declared: String)?
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -131,6 +133,7 @@ public final class SQLPatchWriter: DiffConsumer {
         everyUpdateTouchesUnique = false
         mayRewriteUpdates = false
         let c = comparison!
+        misreadKey = plan.onlyInB ? nil : plan.misreadPrimaryKey(c)
         guard !plan.isVirtual, plan.mode != .multiset, !plan.onlyInA, !plan.onlyInB, let table = c.a.table(named: plan.name) else { return }
         // Rewriting an update as DELETE + INSERT keeps the row only when the
         // plan writes every column A's table holds (not so for --data-only
@@ -213,13 +216,20 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
-    func noteTouched(_ plan: TablePlan) {
+    func noteTouched(_ plan: TablePlan) throws {
+        if let wrong = misreadKey {
+            // Rows paired by the wrong columns, and a WHERE on them, would
+            // change rows the patch must not touch.
+            throw DatabaseError(code: .error, message: "table \(plan.name): rows were matched by \(wrong.used), not by its primary key "
+                                + "\(wrong.declared) (names that differ only in the case of non-ASCII letters); no patch is "
+                                + "written rather than a wrong one")
+        }
         start()
         if autoincrementTables.contains(sqlNameKey(plan.name)) { touchedAutoincrement = true }
     }
 
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
         try appendInsert(plan) { _ in new }
     }
 
@@ -242,7 +252,7 @@ public final class SQLPatchWriter: DiffConsumer {
     }
 
     public func deleted(_ plan: TablePlan, old: DiffRow) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
         line.append(contentsOf: "DELETE FROM ".utf8)
         appendTable(plan)
         try appendWhere(plan, old)
@@ -260,7 +270,7 @@ public final class SQLPatchWriter: DiffConsumer {
     /// triggers are dropped. The INSERT keeps A's value in columns the diff
     /// did not compare (--ignore-column), as the UPDATE would.
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
         if mayRewriteUpdates && (everyUpdateTouchesUnique || changed.contains { uniqueColumns[$0] }) {
             try deleted(plan, old: old)
             let changedSet = Set(changed)
