@@ -1,7 +1,8 @@
 // Writes a diff as a SQL script that, run with the plain sqlite3 CLI on A,
 // makes A equal to B: one transaction, foreign keys off, triggers dropped
-// around the data changes and recreated, changed tables rebuilt, values
-// written with the exact literal writer (bit-exact REALs, CR/LF and NUL safe).
+// around the data changes and recreated, changed tables rebuilt, updates that
+// move UNIQUE values written as DELETE + INSERT, values written with the exact
+// literal writer for A's text encoding (bit-exact REALs, CR/LF and NUL safe).
 
 /// A `DiffConsumer` that writes the patch script to a sink.
 public final class SQLPatchWriter: DiffConsumer {
