@@ -101,6 +101,67 @@ import TestSupport
         }
     }
 
+    /// Literals written for a UTF-16 database, run there by the sqlite3 shell
+    /// and read back (as UTF-8, as litectl reads every database) byte for byte.
+    @Test(arguments: [TextEncoding.utf16le, .utf16be, .utf8]) func textReadsBackInEveryEncoding(encoding: TextEncoding) throws {
+        var rng = SplitMix64(seed: 0xE1C0DE)
+        var texts: [[UInt8]] = [
+            [], Array("plain".utf8), Array("it's".utf8), Array("dos\r\nline\r".utf8), [0x61, 0x00, 0x62], [0x00],
+            Array("\u{FFFF}\u{FFFE}\u{FFFD}".utf8), Array("\u{FEFF}bom".utf8), Array("e\u{301} \u{E9} 日本語 🎉".utf8),
+            Array("\u{1FFFF}\u{10FFFF}\u{E000}".utf8), Array("x\u{FFFF}\r".utf8),
+        ]
+        // Random strings over every plane, with the characters that need care mixed in.
+        let picks: [Unicode.Scalar] = ["\0", "\r", "\n", "'", "\u{FFFE}", "\u{FFFF}", "\u{FEFF}", "a"]
+        for _ in 0..<300 {
+            var string = ""
+            for _ in 0..<(rng.next() % 12) {
+                if rng.next() % 3 == 0 { string.unicodeScalars.append(picks[Int(rng.next() % UInt64(picks.count))]); continue }
+                let limit: UInt64 = [0x80, 0x800, 0x10000, 0x110000][Int(rng.next() % 4)]
+                if let scalar = Unicode.Scalar(UInt32(rng.next() % limit)) { string.unicodeScalars.append(scalar) }
+            }
+            texts.append(Array(string.utf8))
+        }
+        let folder = try TemporaryFolder("literal-utf16")
+        let db = folder.file("t.db")
+        var script: [UInt8] = Array("PRAGMA encoding='\(encoding.rawValue)';\nCREATE TABLE t(id INTEGER PRIMARY KEY, v);\nBEGIN;\n".utf8)
+        for (i, text) in texts.enumerated() {
+            script.append(contentsOf: "INSERT INTO t VALUES(\(i),".utf8)
+            try Value.text(text).appendSQLLiteral(to: &script, encoding: encoding)
+            script.append(contentsOf: ");\n".utf8)
+        }
+        script.append(contentsOf: "COMMIT;\n".utf8)
+        let result = try runProcess(sqlite3Binary, ["-batch", "-bail", db], input: script)
+        #expect(result.status == 0, "sqlite3 rejected the script: \(result.stderr)")
+        #expect(try sqlite3Scalar(db, "PRAGMA encoding") == encoding.rawValue)
+        let back = try Connection(path: db).rows("SELECT v FROM t ORDER BY id").map { $0[0] }
+        #expect(back.count == texts.count)
+        for (text, read) in zip(texts, back) where read != .text(text) {
+            Issue.record("\(Value.blob(text).sqlLiteral) read back as \(read)")
+        }
+    }
+
+    @Test func textForUTF16IsWrittenAsItsCodeUnits() throws {
+        func literal(_ bytes: [UInt8], _ encoding: TextEncoding) throws -> String {
+            var out: [UInt8] = []
+            try Value.text(bytes).appendSQLLiteral(to: &out, encoding: encoding)
+            return String(decoding: out, as: UTF8.self)
+        }
+        #expect(try literal(Array("a\r".utf8), .utf16le) == "CAST(x'61000D00' AS TEXT)")
+        #expect(try literal(Array("a\r".utf8), .utf16be) == "CAST(x'0061000D' AS TEXT)")
+        #expect(try literal(Array("a\r".utf8), .utf8) == "CAST(x'610D' AS TEXT)")
+        #expect(try literal(Array("\u{FFFF}".utf8), .utf16le) == "CAST(x'FFFF' AS TEXT)")
+        #expect(try literal(Array("\u{FFFF}".utf8), .utf8) == "'\u{FFFF}'")
+        #expect(try literal(Array("🎉\0".utf8), .utf16be) == "CAST(x'D83CDF890000' AS TEXT)")
+        #expect(try literal(Array("plain é".utf8), .utf16le) == "'plain é'")
+        // A lone surrogate at the end (what SQLite reads out of UTF-16 holding one) goes back as that unit.
+        #expect(try literal([0x41, 0xED, 0xA0, 0x80], .utf16le) == "CAST(x'410000D8' AS TEXT)")
+        // Anything else that is not UTF-8 has no exact UTF-16 form.
+        for bytes: [UInt8] in [[0xFF], [0x41, 0x80], [0xC0, 0x80], [0xED, 0xA0, 0x80, 0x41], [0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80]] {
+            #expect(throws: UnrepresentableTextError.self) { try literal(bytes, .utf16le) }
+            #expect(try literal(bytes, .utf8).hasPrefix("CAST(x'"))
+        }
+    }
+
     @Test func textWithCRorNULIsWrittenFromItsBytes() {
         #expect(Value.text([0x61, 0x0D, 0x0A]).sqlLiteral == "CAST(x'610D0A' AS TEXT)")
         #expect(Value.text([0x61, 0x00]).sqlLiteral == "CAST(x'6100' AS TEXT)")

@@ -14,6 +14,8 @@ public final class ChangesetWriter: DiffConsumer {
     var comparison: SchemaComparison!
     /// Tables whose changes a changeset cannot carry, with the reason.
     public private(set) var skippedTables: [(name: String, reason: String)] = []
+    /// Why the current table cannot be carried; it is named only if it differs.
+    var skipReason: String?
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -31,16 +33,20 @@ public final class ChangesetWriter: DiffConsumer {
         current = plan
         headerWritten = false
         usable = false
+        skipReason = nil
         guard !plan.onlyInA && !plan.onlyInB, comparison.sameTables.contains(where: { $0.b.name == plan.name }) else { return }
         guard plan.mode == .key && !plan.userKey && !plan.isVirtual else {
-            skippedTables.append((plan.name, "no primary key")); return
+            skipReason = "no primary key"; return
+        }
+        if let wrong = plan.misreadPrimaryKey(comparison) {
+            skipReason = "rows were matched by \(wrong.used), not by its primary key \(wrong.declared)"; return
         }
         guard let table = comparison.b.table(named: plan.name), table.columns.allSatisfy({ $0.hidden == .normal }),
               table.columns.count == plan.columns.count else {
-            skippedTables.append((plan.name, "generated or hidden columns")); return
+            skipReason = "generated or hidden columns"; return
         }
-        guard comparison.options.ignoredColumns.allSatisfy({ !$0.lowercased().hasPrefix(plan.name.lowercased() + ".") }) else {
-            skippedTables.append((plan.name, "--ignore-column")); return
+        guard comparison.options.ignoredColumns.allSatisfy({ !sqlNameHasPrefix($0, plan.name + ".") }) else {
+            skipReason = "--ignore-column"; return
         }
         usable = true
     }
@@ -124,72 +130,13 @@ public final class ChangesetWriter: DiffConsumer {
         flushIfLarge()
     }
 
-    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {}
+    public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
+        if let skipReason, counts.total > 0 { skippedTables.append((plan.name, skipReason)) }
+    }
 
     public func finish(_ summary: DiffSummary) throws {
         sink.write(out)
         out.removeAll()
         try sink.flush()
-    }
-}
-
-/// What to do when a change in a changeset meets a conflict
-/// (https://www.sqlite.org/session/sqlite3changeset_apply.html).
-public enum ConflictPolicy: String, Sendable, CaseIterable {
-    /// Roll everything back.
-    case abort
-    /// Skip the conflicting change.
-    case omit
-    /// Overwrite the conflicting row (where SQLite allows it; otherwise omit).
-    case replace
-}
-
-extension PatchApplier {
-    /// True when `data` is a changeset rather than SQL text (a changeset starts
-    /// with 'T' and holds a NUL after the table name; SQL text holds none).
-    public static func isChangeset(_ data: [UInt8]) -> Bool {
-        data.first == UInt8(ascii: "T") && data.contains(0)
-    }
-
-    /// Applies a changeset to the database at `path` in one transaction.
-    public static func applyChangeset(path: String, changeset: [UInt8], policy: ConflictPolicy, invert: Bool, dryRun: Bool,
-                                      busyTimeout: Int = Connection.defaultBusyTimeout) throws -> PatchResult {
-        var data = changeset
-        if invert {
-            var size: Int32 = 0
-            var inverted: UnsafeMutableRawPointer?
-            let rc = data.withUnsafeMutableBytes { sqlite3changeset_invert(Int32($0.count), $0.baseAddress, &size, &inverted) }
-            guard rc == SQLITE_OK, let inverted else {
-                throw DatabaseError(code: ResultCode(rawValue: rc), message: "cannot invert the changeset (not a valid changeset?)")
-            }
-            data = Array(UnsafeRawBufferPointer(start: inverted, count: Int(size)))
-            sqlite3_free(inverted)
-        }
-        let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
-        try connection.execute("PRAGMA foreign_keys=OFF")
-        var result = PatchResult()
-        try connection.writeTransaction(commit: !dryRun) {
-            let before = sqlite3_total_changes64(connection.rawHandle)
-            var code: Int32 = policy == .abort ? 0 : (policy == .omit ? 1 : 2)
-            let rc = data.withUnsafeMutableBytes { raw in
-                sqlite3changeset_apply(connection.rawHandle, Int32(raw.count), raw.baseAddress, nil, { context, conflict, _ in
-                    let policy = context!.load(as: Int32.self)
-                    switch policy {
-                    case 0: return SQLITE_CHANGESET_ABORT
-                    case 2 where conflict == SQLITE_CHANGESET_DATA || conflict == SQLITE_CHANGESET_CONFLICT:
-                        return SQLITE_CHANGESET_REPLACE
-                    default: return SQLITE_CHANGESET_OMIT
-                    }
-                }, &code)
-            }
-            if rc != SQLITE_OK {
-                let message = rc == SQLITE_ABORT ? "a change conflicts with the database (use --on-conflict omit or replace)"
-                                                 : String(cString: sqlite3_errmsg(connection.rawHandle))
-                throw DatabaseError(code: ResultCode(rawValue: rc), message: message, path: path)
-            }
-            result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
-        }
-        result.committed = !dryRun
-        return result
     }
 }

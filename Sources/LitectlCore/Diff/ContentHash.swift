@@ -33,7 +33,10 @@ public struct ContentHash: Sendable {
 /// while a duplicated row does. A table contributes its name, its column names
 /// and declared types, its row count and that sum. Shadow tables of virtual
 /// tables are left out (their content is the virtual table's, which is
-/// hashed); so are `sqlite_stat*` tables (statistics, not content).
+/// hashed). sqlite_stat1 and sqlite_stat4 count, as tables and rows: diff
+/// compares and patches them (they steer the query planner, and the sqlite3
+/// shell's .dump keeps them), and two databases are meant to hash alike
+/// exactly when diff finds them identical.
 public enum ContentHasher {
     public static func hash(path: String, options: ContentHashOptions = ContentHashOptions(),
                             busyTimeout: Int = Connection.defaultBusyTimeout) throws -> ContentHash {
@@ -44,8 +47,8 @@ public enum ContentHasher {
     static func hash(_ connection: Connection, options: ContentHashOptions) throws -> ContentHash {
         let schema = try connection.readSchema()
         var total = SHA256Hasher()
-        let wanted = Set(options.tables.map { $0.lowercased() })
-        func selected(_ name: String) -> Bool { wanted.isEmpty || wanted.contains(name.lowercased()) }
+        let wanted = Set(options.tables.map(sqlNameKey))
+        func selected(_ name: String) -> Bool { wanted.isEmpty || wanted.contains(sqlNameKey(name)) }
         for name in options.tables where schema.table(named: name) == nil {
             throw DatabaseError(code: .error, message: "no such table: \(name)", path: connection.path)
         }
@@ -84,29 +87,32 @@ public enum ContentHasher {
         return ContentHash(path: connection.path, digest: total.finalizeHex(), tables: tables)
     }
 
-    /// Tables whose rows are content: ordinary and virtual tables, and sqlite_sequence.
+    /// Tables whose rows are content: ordinary and virtual tables, sqlite_sequence,
+    /// sqlite_stat1 and sqlite_stat4.
     static func hashedTables(_ schema: Schema) -> [Table] {
         schema.tables.filter { table in
             switch table.kind {
             case .ordinary, .virtual: return table.problem == nil
-            case .internal: return table.name.lowercased() == "sqlite_sequence"
+            case .internal: return sameSQLName(table.name, "sqlite_sequence") || SchemaComparison.isStatisticsTable(table)
             case .shadow: return false
             }
         }.sorted { compareNames($0.name, $1.name) }
     }
 
-    /// Schema objects other than SQLite's own, in (type, name) order.
+    /// Schema objects other than SQLite's own (but for the statistics tables,
+    /// whose presence is not implied by the rest), in (type, name) order.
     static func schemaObjects(_ connection: Connection) throws -> [(type: String, name: String, table: String, sql: String)] {
         var result: [(type: String, name: String, table: String, sql: String)] = []
         let statement = try connection.prepare("""
             SELECT type, name, tbl_name, sql FROM sqlite_schema
-            WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+            WHERE sql IS NOT NULL AND (name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+              OR type = 'table' AND lower(name) IN ('sqlite_stat1', 'sqlite_stat4'))
             """)
         let shadows = Set(try connection.rows("SELECT name FROM pragma_table_list WHERE schema='main' AND type='shadow'")
-            .compactMap { if case .text(let b) = $0[0] { return String(decoding: b, as: UTF8.self).lowercased() } else { return nil } })
+            .compactMap { if case .text(let b) = $0[0] { return sqlNameKey(String(decoding: b, as: UTF8.self)) } else { return nil } })
         try statement.forEachRow { row in
             let name = row.string(at: 1)
-            if shadows.contains(name.lowercased()) { return }
+            if shadows.contains(sqlNameKey(name)) { return }
             result.append((row.string(at: 0), name, row.string(at: 2), row.string(at: 3)))
         }
         return result.sorted { $0.type != $1.type ? $0.type < $1.type : compareNames($0.name, $1.name) }
@@ -181,10 +187,10 @@ public enum ContentHasher {
     }
 }
 
-/// Names in a fixed order: by their UTF-8 bytes, case-folded for ASCII (SQLite
-/// names are case-insensitive for ASCII), then exactly.
+/// Names in a fixed order: by their UTF-8 bytes, case-folded for ASCII only
+/// as SQLite folds names (`sqlNameKey`), then exactly.
 func compareNames(_ a: String, _ b: String) -> Bool {
-    let la = Array(a.lowercased().utf8), lb = Array(b.lowercased().utf8)
+    let la = sqlNameKey(a), lb = sqlNameKey(b)
     if la != lb { return compareBytes(la, lb) < 0 }
     return compareBytes(Array(a.utf8), Array(b.utf8)) < 0
 }

@@ -54,6 +54,19 @@ public struct TablePlan: Sendable {
     public var userKey = false
 }
 
+extension TablePlan {
+    /// For a plan that matches by the declared primary key: the key columns
+    /// it uses and the declared ones, when they are not the same names byte
+    /// for byte. Columns named 'É' and 'é' are two columns to SQLite, and a
+    /// plan that took one for the other would address the wrong rows.
+    func misreadPrimaryKey(_ comparison: SchemaComparison) -> (used: String, declared: String)? {
+        guard mode == .key, !userKey, let table = comparison.b.table(named: name) ?? comparison.a.table(named: name) else { return nil }
+        let used = keyIndexes.map { columns[$0] }, declared = table.primaryKey.map(\.name)
+        guard used.map({ Array($0.utf8) }) != declared.map({ Array($0.utf8) }) else { return nil }
+        return (used.joined(separator: ", "), declared.joined(separator: ", "))
+    }
+}
+
 /// Counts of row changes in one table.
 public struct ChangeCounts: Sendable, Equatable {
     public var inserted = 0

@@ -28,9 +28,10 @@ public enum PatchApplier {
         try connection.writeTransaction(commit: !dryRun) {
             let before = sqlite3_total_changes64(connection.rawHandle)
             try connection.forEachStatement(in: script) { statement in
-                let sql = withoutLeadingComments(statement.sql).uppercased()
-                let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sql.hasPrefix($0) }
-                    || sql.replacingSpaces().hasPrefix("PRAGMAFOREIGN_KEYS")
+                // Keywords fold like names: ASCII letters only.
+                let head = String(withoutLeadingComments(statement.sql).prefix(64))
+                let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sqlNameHasPrefix(head, $0) }
+                    || sqlNameHasPrefix(head.replacingSpaces(), "PRAGMAFOREIGN_KEYS")
                 if skipped { return }
                 result.statements += 1
                 while try statement.step() {}

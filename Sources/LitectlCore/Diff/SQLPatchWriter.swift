@@ -1,7 +1,8 @@
 // Writes a diff as a SQL script that, run with the plain sqlite3 CLI on A,
 // makes A equal to B: one transaction, foreign keys off, triggers dropped
-// around the data changes and recreated, changed tables rebuilt, values
-// written with the exact literal writer (bit-exact REALs, CR/LF and NUL safe).
+// around the data changes and recreated, changed tables rebuilt, updates that
+// move UNIQUE values written as DELETE + INSERT, values written with the exact
+// literal writer for A's text encoding (bit-exact REALs, CR/LF and NUL safe).
 
 /// A `DiffConsumer` that writes the patch script to a sink.
 public final class SQLPatchWriter: DiffConsumer {
@@ -17,7 +18,15 @@ public final class SQLPatchWriter: DiffConsumer {
     var spooling = false
     /// Tables whose rows may have moved sqlite_sequence during the patch.
     var touchedAutoincrement = false
-    var autoincrementTables: Set<String> = []
+    var autoincrementTables: Set<[UInt8]> = []
+    /// The current table's UNIQUE guard (see `updated`): the columns of its
+    /// UNIQUE indexes, whether every update must count as touching one (a
+    /// partial or expression index), and whether updates may be rewritten at all.
+    var uniqueColumns: [Bool] = []
+    var everyUpdateTouchesUnique = false
+    var mayRewriteUpdates = false
+    /// Set when the current table's rows were matched by the wrong columns.
+    var misreadKey: (used: String, declared: String)?
 
     public init(sink: ByteSink) { self.sink = sink }
 
@@ -51,7 +60,7 @@ public final class SQLPatchWriter: DiffConsumer {
 
     public func begin(_ diff: SchemaComparison) throws {
         comparison = diff
-        autoincrementTables = Set((diff.a.tables + diff.b.tables).filter(\.autoincrement).map { $0.name.lowercased() })
+        autoincrementTables = Set((diff.a.tables + diff.b.tables).filter(\.autoincrement).map { sqlNameKey($0.name) })
         if !diff.changes.isEmpty { start() }
     }
 
@@ -71,6 +80,17 @@ public final class SQLPatchWriter: DiffConsumer {
         emit("PRAGMA defer_foreign_keys=ON;")
         for trigger in c.triggersA { emit("DROP TRIGGER IF EXISTS \(quoteIdentifier(trigger.name));") }
         guard !c.options.dataOnly else { return }
+        let addedStatistics = c.addedTables.filter(SchemaComparison.isStatisticsTable)
+        // DROP TABLE and DROP INDEX delete the statistics rows of what they
+        // drop, and ANALYZE those of what it analyzes: the rows of statistics
+        // tables the data pass patches are kept aside and put back, so that
+        // the pass starts from A's rows as it read them.
+        let changesSchema = !c.indexesToDrop.isEmpty || !c.droppedTables.isEmpty || !c.changedTables.isEmpty || !addedStatistics.isEmpty
+        let keptStatistics = c.options.schemaOnly || !changesSchema ? [] : c.sameTables.map(\.a).filter(SchemaComparison.isStatisticsTable)
+        for table in keptStatistics {
+            emit("CREATE TEMP TABLE \(quoteIdentifier("litectl_kept_" + table.name)) AS SELECT rowid AS litectl_rowid, * FROM "
+                 + "\(quoteIdentifier("main", table.name));")
+        }
         for view in c.viewsToDrop { emit("DROP VIEW IF EXISTS \(quoteIdentifier(view.name));") }
         for index in c.indexesToDrop { emit("DROP INDEX IF EXISTS \(quoteIdentifier(index.name));") }
         for table in c.droppedTables { emit("DROP TABLE \(quoteIdentifier(table.name));") }
@@ -84,10 +104,64 @@ public final class SQLPatchWriter: DiffConsumer {
                 emit("-- table \(pair.b.name): definition changed; --schema-only leaves it (rebuilding needs its data)")
             }
         }
-        for table in c.addedTables { emit((table.sql ?? "") + ";") }
+        for table in c.addedTables where !SchemaComparison.isStatisticsTable(table) { emit((table.sql ?? "") + ";") }
+        if !addedStatistics.isEmpty {
+            // SQLite refuses CREATE TABLE sqlite_stat1; ANALYZE of sqlite_schema
+            // (whose statistics SQLite never gathers) makes the statistics
+            // tables and fills none, as the sqlite3 shell's .dump does. It makes
+            // sqlite_stat4 too when the SQLite running the patch has STAT4:
+            // dropped again unless A or B has it.
+            if addedStatistics.contains(where: { sameSQLName($0.name, "sqlite_stat4") }) {
+                emit("-- sqlite_stat4: ANALYZE makes it only in a SQLite built with SQLITE_ENABLE_STAT4 (without, the patch stops at its first row)")
+            }
+            emit("ANALYZE sqlite_schema;")
+            for name in ["sqlite_stat1", "sqlite_stat4"]
+            where c.a.tables.first(where: { sameSQLName($0.name, name) }) == nil && c.b.tables.first(where: { sameSQLName($0.name, name) }) == nil {
+                emit("DROP TABLE IF EXISTS \(name);")
+            }
+        }
+        for table in keptStatistics {
+            let kept = quoteIdentifier("temp", "litectl_kept_" + table.name)
+            let columns = table.columns.map { quoteIdentifier($0.name) }.joined(separator: ",")
+            emit("DELETE FROM \(quoteIdentifier("main", table.name));")
+            emit("INSERT INTO \(quoteIdentifier("main", table.name))(rowid,\(columns)) SELECT litectl_rowid,\(columns) FROM \(kept);")
+            emit("DROP TABLE \(kept);")
+        }
     }
 
-    public func beginTable(_ plan: TablePlan) throws {}
+    public func beginTable(_ plan: TablePlan) throws {
+        uniqueColumns = Array(repeating: false, count: plan.columns.count)
+        everyUpdateTouchesUnique = false
+        mayRewriteUpdates = false
+        let c = comparison!
+        misreadKey = plan.onlyInB ? nil : plan.misreadPrimaryKey(c)
+        guard !plan.isVirtual, plan.mode != .multiset, !plan.onlyInA, !plan.onlyInB, let table = c.a.table(named: plan.name) else { return }
+        // Rewriting an update as DELETE + INSERT keeps the row only when the
+        // plan writes every column A's table holds (not so for --data-only
+        // across a changed definition: A's other columns would be lost).
+        let written = Set(plan.columns.indices.filter { $0 != 0 || plan.rowidColumn == nil }.map { sqlNameKey(plan.columns[$0]) })
+        guard Set(table.contentColumns.map { sqlNameKey($0.name) }) == written else { return }
+        mayRewriteUpdates = true
+        // The UNIQUE indexes in force during the data changes: A's, less those
+        // the patch drops first (B's new ones are made after the data).
+        let dropped = Set(c.indexesToDrop.map(\.name))
+        var names: Set<[UInt8]> = []
+        for index in c.a.indexes(on: table.name) where index.unique && !dropped.contains(index.name) {
+            if index.problem != nil || index.partial { everyUpdateTouchesUnique = true }
+            for part in index.parts {
+                // An expression, the rowid or a generated column depends on other columns.
+                guard let name = part.name, part.columnID >= 0,
+                      let column = table.columns.first(where: { sameSQLName($0.name, name) }), !column.isGenerated else {
+                    everyUpdateTouchesUnique = true
+                    continue
+                }
+                names.insert(sqlNameKey(column.name))
+            }
+        }
+        for i in plan.columns.indices where i != 0 || plan.rowidColumn == nil {
+            uniqueColumns[i] = names.contains(sqlNameKey(plan.columns[i]))
+        }
+    }
 
     func appendTable(_ plan: TablePlan) {
         line.append(contentsOf: quoteIdentifier(plan.name).utf8)
@@ -101,25 +175,36 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
-    func appendCell(_ row: DiffRow, _ i: Int) {
-        row.value(at: i).appendSQLLiteral(to: &line)
+    /// Column `i` of `row` as a literal for A's text encoding; TEXT that has no
+    /// exact literal there is an error naming the table, the row and the column.
+    func appendCell(_ plan: TablePlan, _ row: DiffRow, _ i: Int) throws {
+        do {
+            try row.value(at: i).appendSQLLiteral(to: &line, encoding: comparison.encodingA)
+        } catch let error as UnrepresentableTextError {
+            let key = plan.mode == .multiset ? "a row without a key"
+                : "the row " + plan.keyIndexes.map { "\(plan.columns[$0])=\(row.value(at: $0).sqlLiteral)" }.joined(separator: " ")
+            let shown = Value.blob(Array(error.bytes.prefix(32))).sqlLiteral + (error.bytes.count > 32 ? "…" : "")
+            throw DatabaseError(code: .error, message: "table \(plan.name), \(key): column \(plan.columns[i]) holds TEXT that is "
+                                + "not UTF-8 (\(shown)); it cannot be written exactly into the first database, whose text is "
+                                + error.encoding.rawValue)
+        }
     }
 
-    func appendWhere(_ plan: TablePlan, _ row: DiffRow) {
+    func appendWhere(_ plan: TablePlan, _ row: DiffRow) throws {
         line.append(contentsOf: " WHERE ".utf8)
         if plan.mode == .multiset {
             // No key: delete one row holding exactly these values.
             line.append(contentsOf: "rowid = (SELECT rowid FROM ".utf8)
             appendTable(plan)
             line.append(contentsOf: " WHERE ".utf8)
-            appendConditions(plan, row, plan.columns.indices.map { $0 })
+            try appendConditions(plan, row, plan.columns.indices.map { $0 })
             line.append(contentsOf: " LIMIT 1)".utf8)
         } else {
-            appendConditions(plan, row, plan.keyIndexes)
+            try appendConditions(plan, row, plan.keyIndexes)
         }
     }
 
-    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) {
+    func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) throws {
         for (n, i) in indexes.enumerated() {
             if n > 0 { line.append(contentsOf: " AND ".utf8) }
             appendColumn(plan, i)
@@ -127,18 +212,30 @@ public final class SQLPatchWriter: DiffConsumer {
                 line.append(contentsOf: " IS NULL".utf8)
             } else {
                 line.append(contentsOf: (plan.mode == .multiset ? " IS " : "=").utf8)
-                appendCell(row, i)
+                try appendCell(plan, row, i)
             }
         }
     }
 
-    func noteTouched(_ plan: TablePlan) {
+    func noteTouched(_ plan: TablePlan) throws {
+        if let wrong = misreadKey {
+            // Rows paired by the wrong columns, and a WHERE on them, would
+            // change rows the patch must not touch.
+            throw DatabaseError(code: .error, message: "table \(plan.name): rows were matched by \(wrong.used), not by its primary key "
+                                + "\(wrong.declared) (names that differ only in the case of non-ASCII letters); no patch is "
+                                + "written rather than a wrong one")
+        }
         start()
-        if autoincrementTables.contains(plan.name.lowercased()) { touchedAutoincrement = true }
+        if autoincrementTables.contains(sqlNameKey(plan.name)) { touchedAutoincrement = true }
     }
 
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
+        try appendInsert(plan) { _ in new }
+    }
+
+    /// Spools `INSERT INTO table(columns) VALUES(...)`, column i's value taken from `row(i)`.
+    func appendInsert(_ plan: TablePlan, _ row: (Int) -> DiffRow) throws {
         line.append(contentsOf: "INSERT INTO ".utf8)
         appendTable(plan)
         line.append(UInt8(ascii: "("))
@@ -149,23 +246,38 @@ public final class SQLPatchWriter: DiffConsumer {
         line.append(contentsOf: ") VALUES(".utf8)
         for i in plan.columns.indices {
             if i > 0 { line.append(UInt8(ascii: ",")) }
-            appendCell(new, i)
+            try appendCell(plan, row(i), i)
         }
         line.append(contentsOf: ");".utf8)
         try spoolLine()
     }
 
     public func deleted(_ plan: TablePlan, old: DiffRow) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
         line.append(contentsOf: "DELETE FROM ".utf8)
         appendTable(plan)
-        appendWhere(plan, old)
+        try appendWhere(plan, old)
         line.append(UInt8(ascii: ";"))
         flushLine()
     }
 
+    /// An update, as `UPDATE ... SET` of the changed columns; or, when it
+    /// changes a column of a UNIQUE index, as a DELETE written now with the
+    /// table's deletes and an INSERT spooled with its inserts. Updated in
+    /// place, rows that swap a UNIQUE value (or pass one along a chain or a
+    /// cycle) collide half way; this way every row leaving a value is gone
+    /// before any arrives, and what is inserted is part of B, whose UNIQUE
+    /// indexes hold. Foreign keys are off, so the DELETE cascades nowhere, and
+    /// triggers are dropped. The INSERT keeps A's value in columns the diff
+    /// did not compare (--ignore-column), as the UPDATE would.
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
-        noteTouched(plan)
+        try noteTouched(plan)
+        if mayRewriteUpdates && (everyUpdateTouchesUnique || changed.contains { uniqueColumns[$0] }) {
+            try deleted(plan, old: old)
+            let changedSet = Set(changed)
+            try appendInsert(plan) { changedSet.contains($0) ? new : old }
+            return
+        }
         line.append(contentsOf: "UPDATE ".utf8)
         appendTable(plan)
         line.append(contentsOf: " SET ".utf8)
@@ -173,9 +285,9 @@ public final class SQLPatchWriter: DiffConsumer {
             if n > 0 { line.append(UInt8(ascii: ",")) }
             appendColumn(plan, i)
             line.append(UInt8(ascii: "="))
-            appendCell(new, i)
+            try appendCell(plan, new, i)
         }
-        appendWhere(plan, old)
+        try appendWhere(plan, old)
         line.append(UInt8(ascii: ";"))
         try spoolLine()
     }
@@ -214,11 +326,11 @@ public final class SQLPatchWriter: DiffConsumer {
                 emit("DELETE FROM sqlite_sequence;")
                 for row in rows {
                     line.append(contentsOf: "INSERT INTO sqlite_sequence(rowid,name,seq) VALUES(".utf8)
-                    row[2].appendSQLLiteral(to: &line)
+                    try row[2].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(UInt8(ascii: ","))
-                    row[0].appendSQLLiteral(to: &line)
+                    try row[0].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(UInt8(ascii: ","))
-                    row[1].appendSQLLiteral(to: &line)
+                    try row[1].appendSQLLiteral(to: &line, encoding: c.encodingA)
                     line.append(contentsOf: ");".utf8)
                     flushLine()
                 }

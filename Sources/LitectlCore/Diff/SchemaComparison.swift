@@ -28,17 +28,29 @@ public struct SchemaComparison: Sendable {
     public var sequenceB: [[Value]]?
     /// The schema changes found (empty with --data-only).
     public var changes: [SchemaChange] = []
+    /// A's text encoding: a patch's TEXT literals are written for it.
+    public var encodingA: TextEncoding = .utf8
 
     /// True when every table is in scope (no --table filter): views and
     /// database-wide settings are compared only then.
     public var wholeDatabase: Bool { options.tables.isEmpty }
 
+    /// True for the statistics tables ANALYZE keeps, which are compared and
+    /// patched like tables without a key (sqldiff compares sqlite_stat1 too,
+    /// and the sqlite3 shell's .dump writes them): sqlite_stat1, and
+    /// sqlite_stat4 of a SQLite built with SQLITE_ENABLE_STAT4. Legacy
+    /// sqlite_stat2/3, which SQLite no longer reads, are not.
+    /// See https://www.sqlite.org/fileformat.html#the_sqlite_stat1_table
+    public static func isStatisticsTable(_ table: Table) -> Bool {
+        table.kind == .internal && (sameSQLName(table.name, "sqlite_stat1") || sameSQLName(table.name, "sqlite_stat4"))
+    }
+
     static func contentTables(_ schema: Schema, _ options: DiffOptions) -> [Table] {
-        let wanted = Set(options.tables.map { $0.lowercased() })
-        let excluded = Set(options.excluded.map { $0.lowercased() })
+        let wanted = Set(options.tables.map { sqlNameKey($0) })
+        let excluded = Set(options.excluded.map { sqlNameKey($0) })
         return schema.tables.filter { table in
-            guard table.kind == .ordinary || table.kind == .virtual else { return false }
-            let name = table.name.lowercased()
+            guard table.kind == .ordinary || table.kind == .virtual || isStatisticsTable(table) else { return false }
+            let name = sqlNameKey(table.name)
             return (wanted.isEmpty || wanted.contains(name)) && !excluded.contains(name)
         }
     }
@@ -47,15 +59,20 @@ public struct SchemaComparison: Sendable {
         self.a = a
         self.b = b
         self.options = options
+        if case .text(let bytes) = try connectionA.scalar("PRAGMA encoding") ?? .null {
+            encodingA = TextEncoding(rawValue: String(decoding: bytes, as: UTF8.self)) ?? .utf8
+        }
         for name in options.tables where a.table(named: name) == nil && b.table(named: name) == nil {
             throw DatabaseError(code: .error, message: "no such table in either database: \(name)")
         }
         let tablesA = Self.contentTables(a, options), tablesB = Self.contentTables(b, options)
-        let byNameB = Dictionary(tablesB.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-        let byNameA = Dictionary(tablesA.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
+        let byNameB = Dictionary(tablesB.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
+        let byNameA = Dictionary(tablesA.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
         for table in tablesA {
-            if let other = byNameB[table.name.lowercased()] {
-                if normalizeSQL(table.sql ?? "") == normalizeSQL(other.sql ?? "") && table.name == other.name {
+            if let other = byNameB[sqlNameKey(table.name)] {
+                // SQLite makes the statistics tables itself; they cannot be rebuilt.
+                if normalizeSQL(table.sql ?? "") == normalizeSQL(other.sql ?? "") && table.name == other.name
+                    || Self.isStatisticsTable(table) {
                     sameTables.append((table, other))
                 } else {
                     changedTables.append((table, other))
@@ -64,55 +81,55 @@ public struct SchemaComparison: Sendable {
                 droppedTables.append(table)
             }
         }
-        addedTables = tablesB.filter { byNameA[$0.name.lowercased()] == nil }
-        let scope = Set((tablesA + tablesB).map { $0.name.lowercased() })
+        addedTables = tablesB.filter { byNameA[sqlNameKey($0.name)] == nil }
+        let scope = Set((tablesA + tablesB).map { sqlNameKey($0.name) })
 
         // Indexes with SQL (automatic ones follow their table's definition).
-        let indexesA = a.indexes.filter { $0.sql != nil && scope.contains($0.table.lowercased()) }
-        let indexesB = b.indexes.filter { $0.sql != nil && scope.contains($0.table.lowercased()) }
-        let rebuilt = Set((changedTables.map { $0.b.name } + addedTables.map(\.name)).map { $0.lowercased() })
-        let dropped = Set(droppedTables.map { $0.name.lowercased() })
-        let indexByNameB = Dictionary(indexesB.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-        let indexByNameA = Dictionary(indexesA.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
+        let indexesA = a.indexes.filter { $0.sql != nil && scope.contains(sqlNameKey($0.table)) }
+        let indexesB = b.indexes.filter { $0.sql != nil && scope.contains(sqlNameKey($0.table)) }
+        let rebuilt = Set((changedTables.map { $0.b.name } + addedTables.map(\.name)).map { sqlNameKey($0) })
+        let dropped = Set(droppedTables.map { sqlNameKey($0.name) })
+        let indexByNameB = Dictionary(indexesB.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
+        let indexByNameA = Dictionary(indexesA.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
         for index in indexesA {
-            let other = indexByNameB[index.name.lowercased()]
+            let other = indexByNameB[sqlNameKey(index.name)]
             let same = other.map { normalizeSQL($0.sql ?? "") == normalizeSQL(index.sql ?? "") } ?? false
             if !same {
                 changes.append(SchemaChange(objectType: "index", name: index.name, operation: other == nil ? .dropped : .changed,
                                             details: [], oldSQL: index.sql, newSQL: other?.sql))
             }
             // Indexes of dropped or rebuilt tables go with their table.
-            if !same && !dropped.contains(index.table.lowercased()) && !rebuilt.contains(index.table.lowercased()) {
+            if !same && !dropped.contains(sqlNameKey(index.table)) && !rebuilt.contains(sqlNameKey(index.table)) {
                 indexesToDrop.append(index)
             }
         }
         for index in indexesB {
-            let other = indexByNameA[index.name.lowercased()]
+            let other = indexByNameA[sqlNameKey(index.name)]
             let same = other.map { normalizeSQL($0.sql ?? "") == normalizeSQL(index.sql ?? "") } ?? false
             if other == nil {
                 changes.append(SchemaChange(objectType: "index", name: index.name, operation: .added, details: [],
                                             oldSQL: nil, newSQL: index.sql))
             }
-            if !same || rebuilt.contains(index.table.lowercased()) { indexesToCreate.append(index) }
+            if !same || rebuilt.contains(sqlNameKey(index.table)) { indexesToCreate.append(index) }
         }
 
         // INSTEAD OF triggers hang on views: compared (and dropped and made
         // again around the data changes) with the views, on a whole-database diff.
-        let excludedViews = Set(options.excluded.map { $0.lowercased() })
-        let viewsOfA = wholeDatabase ? Set(a.views.map { $0.name.lowercased() }).subtracting(excludedViews) : []
-        let viewsOfB = wholeDatabase ? Set(b.views.map { $0.name.lowercased() }).subtracting(excludedViews) : []
-        triggersA = a.triggers.filter { scope.contains($0.table.lowercased()) || viewsOfA.contains($0.table.lowercased()) }
-        triggersB = b.triggers.filter { scope.contains($0.table.lowercased()) || viewsOfB.contains($0.table.lowercased()) }
+        let excludedViews = Set(options.excluded.map { sqlNameKey($0) })
+        let viewsOfA = wholeDatabase ? Set(a.views.map { sqlNameKey($0.name) }).subtracting(excludedViews) : []
+        let viewsOfB = wholeDatabase ? Set(b.views.map { sqlNameKey($0.name) }).subtracting(excludedViews) : []
+        triggersA = a.triggers.filter { scope.contains(sqlNameKey($0.table)) || viewsOfA.contains(sqlNameKey($0.table)) }
+        triggersB = b.triggers.filter { scope.contains(sqlNameKey($0.table)) || viewsOfB.contains(sqlNameKey($0.table)) }
         Self.compareNamed(triggersA.map { ($0.name, $0.sql) }, triggersB.map { ($0.name, $0.sql) }, type: "trigger", into: &changes)
 
         if wholeDatabase {
-            let excluded = Set(options.excluded.map { $0.lowercased() })
-            let viewsA = a.views.filter { !excluded.contains($0.name.lowercased()) }
-            let viewsB = b.views.filter { !excluded.contains($0.name.lowercased()) }
-            let viewByNameB = Dictionary(viewsB.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-            let viewByNameA = Dictionary(viewsA.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-            viewsToDrop = viewsA.filter { v in viewByNameB[v.name.lowercased()].map { normalizeSQL($0.sql) != normalizeSQL(v.sql) } ?? true }
-            viewsToCreate = viewsB.filter { v in viewByNameA[v.name.lowercased()].map { normalizeSQL($0.sql) != normalizeSQL(v.sql) } ?? true }
+            let excluded = Set(options.excluded.map { sqlNameKey($0) })
+            let viewsA = a.views.filter { !excluded.contains(sqlNameKey($0.name)) }
+            let viewsB = b.views.filter { !excluded.contains(sqlNameKey($0.name)) }
+            let viewByNameB = Dictionary(viewsB.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
+            let viewByNameA = Dictionary(viewsA.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
+            viewsToDrop = viewsA.filter { v in viewByNameB[sqlNameKey(v.name)].map { normalizeSQL($0.sql) != normalizeSQL(v.sql) } ?? true }
+            viewsToCreate = viewsB.filter { v in viewByNameA[sqlNameKey(v.name)].map { normalizeSQL($0.sql) != normalizeSQL(v.sql) } ?? true }
             Self.compareNamed(viewsA.map { ($0.name, $0.sql) }, viewsB.map { ($0.name, $0.sql) }, type: "view", into: &changes)
 
             userVersion = (try Self.pragma(connectionA, "user_version"), try Self.pragma(connectionB, "user_version"))
@@ -150,10 +167,10 @@ public struct SchemaComparison: Sendable {
     }
 
     static func compareNamed(_ a: [(String, String)], _ b: [(String, String)], type: String, into changes: inout [SchemaChange]) {
-        let byNameB = Dictionary(b.map { ($0.0.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-        let byNameA = Dictionary(a.map { ($0.0.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
+        let byNameB = Dictionary(b.map { (sqlNameKey($0.0), $0) }, uniquingKeysWith: { x, _ in x })
+        let byNameA = Dictionary(a.map { (sqlNameKey($0.0), $0) }, uniquingKeysWith: { x, _ in x })
         for (name, sql) in a {
-            if let other = byNameB[name.lowercased()] {
+            if let other = byNameB[sqlNameKey(name)] {
                 if normalizeSQL(other.1) != normalizeSQL(sql) {
                     changes.append(SchemaChange(objectType: type, name: name, operation: .changed, details: [], oldSQL: sql, newSQL: other.1))
                 }
@@ -161,7 +178,7 @@ public struct SchemaComparison: Sendable {
                 changes.append(SchemaChange(objectType: type, name: name, operation: .dropped, details: [], oldSQL: sql, newSQL: nil))
             }
         }
-        for (name, sql) in b where byNameA[name.lowercased()] == nil {
+        for (name, sql) in b where byNameA[sqlNameKey(name)] == nil {
             changes.append(SchemaChange(objectType: type, name: name, operation: .added, details: [], oldSQL: nil, newSQL: sql))
         }
     }
@@ -170,10 +187,10 @@ public struct SchemaComparison: Sendable {
     static func tableDetails(_ a: Table, _ b: Table) -> [String] {
         var details: [String] = []
         if a.name != b.name { details.append("renamed \(a.name) → \(b.name)") }
-        let columnsB = Dictionary(b.columns.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { x, _ in x })
-        let namesA = Set(a.columns.map { $0.name.lowercased() })
+        let columnsB = Dictionary(b.columns.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
+        let namesA = Set(a.columns.map { sqlNameKey($0.name) })
         for column in a.columns {
-            guard let other = columnsB[column.name.lowercased()] else { details.append("column \(column.name) dropped"); continue }
+            guard let other = columnsB[sqlNameKey(column.name)] else { details.append("column \(column.name) dropped"); continue }
             func change(_ what: String, _ x: String, _ y: String) {
                 if x != y { details.append("column \(column.name) \(what) \(x) → \(y)") }
             }
@@ -185,7 +202,7 @@ public struct SchemaComparison: Sendable {
             change("primary key position", String(column.primaryKeyPosition), String(other.primaryKeyPosition))
             change("generated", String(describing: column.hidden), String(describing: other.hidden))
         }
-        for column in b.columns where !namesA.contains(column.name.lowercased()) {
+        for column in b.columns where !namesA.contains(sqlNameKey(column.name)) {
             details.append("column \(column.name) added (\(column.declaredType.isEmpty ? "no type" : column.declaredType))")
         }
         if a.withoutRowid != b.withoutRowid { details.append(b.withoutRowid ? "now WITHOUT ROWID" : "no longer WITHOUT ROWID") }

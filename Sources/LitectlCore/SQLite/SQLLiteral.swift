@@ -6,7 +6,25 @@
 // written as an exact integer mantissa scaled by exact powers of two (each
 // step of that arithmetic is exact in IEEE doubles); the shell drops a CR that
 // precedes LF even inside a string literal, and a NUL byte ends the SQL text,
-// so such TEXT is written from its bytes as CAST(x'..' AS TEXT).
+// so such TEXT is written from its bytes as CAST(x'..' AS TEXT), those bytes
+// in the target database's text encoding (CAST reads a blob's bytes as text
+// in that encoding, https://www.sqlite.org/lang_expr.html#castexpr).
+
+/// A database's text encoding, as `PRAGMA encoding` names it: how SQLite stores
+/// TEXT, and how it reads the bytes of `CAST(x'..' AS TEXT)`.
+public enum TextEncoding: String, Sendable {
+    case utf8 = "UTF-8"
+    case utf16le = "UTF-16le"
+    case utf16be = "UTF-16be"
+}
+
+/// TEXT that no SQL literal writes exactly into a database of `encoding`:
+/// bytes that are not UTF-8 (SQLite would turn them into other characters
+/// when storing them as UTF-16).
+public struct UnrepresentableTextError: Error, Sendable {
+    public var bytes: [UInt8]
+    public var encoding: TextEncoding
+}
 
 extension Value {
     /// The value as a SQL literal (UTF-8 text of the SQL).
@@ -21,7 +39,7 @@ extension Value {
     /// TEXT that holds a NUL or CR byte, or bytes that are not valid UTF-8, is
     /// written as `CAST(x'..' AS TEXT)`: the hex is taken as the database's text
     /// encoding, so this form is exact in UTF-8 databases (litectl's text values
-    /// are UTF-8).
+    /// are UTF-8); `appendSQLLiteral(to:encoding:)` writes for any encoding.
     public func appendSQLLiteral(to out: inout [UInt8]) {
         switch self {
         case .null:
@@ -54,6 +72,97 @@ extension Value {
         for byte in bytes where byte == 0 || byte == 0x0D { return false }
         return bytes.withUnsafeBytes(isValidUTF8)
     }
+
+    /// Appends the value's exact SQL literal for a database whose text is
+    /// stored in `encoding` (the database the SQL will run on).
+    ///
+    /// In a UTF-8 database this is `appendSQLLiteral(to:)`. In a UTF-16 one,
+    /// SQLite converts the UTF-8 of a quoted literal to UTF-16, turning
+    /// U+FFFE and U+FFFF into U+FFFD (measured with SQLite 3.40.1), and
+    /// `CAST(x'..' AS TEXT)` takes the hex as UTF-16: so TEXT holding NUL, CR,
+    /// U+FFFE or U+FFFF is written as CAST of its UTF-16 code units.
+    /// TEXT that is not UTF-8 has no UTF-16 form SQLite reads back as the same
+    /// bytes and throws `UnrepresentableTextError`, with one exception: a
+    /// lone surrogate at the very end, the one invalid sequence SQLite's own
+    /// UTF-16 to UTF-8 conversion makes (as `ED A0 80`..`ED BF BF`), is
+    /// written as that code unit, so text read from a UTF-16 database goes back
+    /// into one unchanged.
+    public func appendSQLLiteral(to out: inout [UInt8], encoding: TextEncoding) throws {
+        guard encoding != .utf8, case .text(let bytes) = self else {
+            appendSQLLiteral(to: &out)
+            return
+        }
+        if Self.canQuoteDirectly(bytes) && !Self.holdsFFFEorFFFF(bytes) {
+            appendSQLLiteral(to: &out)
+            return
+        }
+        guard let units = utf16CodeUnits(bytes) else {
+            throw UnrepresentableTextError(bytes: bytes, encoding: encoding)
+        }
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(units.count * 2)
+        for unit in units {
+            let low = UInt8(unit & 0xFF), high = UInt8(unit >> 8)
+            if encoding == .utf16le { encoded.append(low); encoded.append(high) } else { encoded.append(high); encoded.append(low) }
+        }
+        out.append(contentsOf: "CAST(".utf8)
+        appendHexLiteral(encoded, to: &out)
+        out.append(contentsOf: " AS TEXT)".utf8)
+    }
+
+    /// True when valid UTF-8 `bytes` hold U+FFFE or U+FFFF (EF BF BE, EF BF BF).
+    static func holdsFFFEorFFFF(_ bytes: [UInt8]) -> Bool {
+        var i = 0
+        while i + 2 < bytes.count {
+            if bytes[i] == 0xEF && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+/// The UTF-16 code units of UTF-8 `bytes`, nil when they are not UTF-8
+/// (overlong forms, stray or missing continuation bytes, values past
+/// U+10FFFF, surrogates), except that one surrogate is accepted as the
+/// last character (see `appendSQLLiteral(to:encoding:)`).
+func utf16CodeUnits(_ bytes: [UInt8]) -> [UInt16]? {
+    var units: [UInt16] = []
+    units.reserveCapacity(bytes.count)
+    var i = 0
+    while i < bytes.count {
+        let lead = bytes[i]
+        if lead < 0x80 {
+            units.append(UInt16(lead))
+            i += 1
+            continue
+        }
+        let length: Int, smallest: UInt32
+        switch lead {
+        case 0xC2...0xDF: length = 2; smallest = 0x80
+        case 0xE0...0xEF: length = 3; smallest = 0x800
+        case 0xF0...0xF4: length = 4; smallest = 0x10000
+        default: return nil
+        }
+        guard i + length <= bytes.count else { return nil }
+        var scalar = UInt32(lead) & (length == 2 ? 0x1F : (length == 3 ? 0x0F : 0x07))
+        for byte in bytes[(i + 1)..<(i + length)] {
+            guard byte & 0xC0 == 0x80 else { return nil }
+            scalar = scalar << 6 | UInt32(byte & 0x3F)
+        }
+        guard scalar >= smallest, scalar <= 0x10FFFF else { return nil }
+        if (0xD800...0xDFFF).contains(scalar) {
+            guard i + length == bytes.count else { return nil }
+            units.append(UInt16(scalar))
+        } else if scalar >= 0x10000 {
+            let v = scalar - 0x10000
+            units.append(UInt16(0xD800 + (v >> 10)))
+            units.append(UInt16(0xDC00 + (v & 0x3FF)))
+        } else {
+            units.append(UInt16(scalar))
+        }
+        i += length
+    }
+    return units
 }
 
 private let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)

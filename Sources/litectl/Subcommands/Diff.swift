@@ -23,8 +23,10 @@ struct Diff: ParsableCommand {
             1, 1.0, '1' and x'31' all differ, TEXT compares by its bytes (a NOCASE \
             column's 'abc' and 'ABC' differ), REALs by their bits. Generated columns \
             and hidden columns of virtual tables are not compared; shadow tables of \
-            virtual tables never are (the virtual table's rows are). sqlite_stat* \
-            tables are statistics and are not compared.
+            virtual tables never are (the virtual table's rows are). The statistics \
+            tables sqlite_stat1 and sqlite_stat4 are compared like tables without a \
+            primary key (as sqldiff compares sqlite_stat1); --exclude sqlite_stat1 \
+            leaves them out.
 
             The schema diff reports tables added, dropped or changed (columns added, \
             dropped, with a new type, NOT NULL, default, collation or key position), \
@@ -44,10 +46,17 @@ struct Diff: ParsableCommand {
             in B and filled with B's rows (then B's indexes); new tables created and \
             filled; virtual tables written through the table, never their shadow \
             tables; generated columns never written; sqlite_sequence, user_version and \
-            application_id set as in B. Rows of tables without a primary key are \
-            written by rowid when the table differs, so the patched table has B's \
-            rowids too (whatever --key says: a --key may repeat). Values are exact SQL literals (REALs bit for bit, TEXT with CR \
-            or NUL as CAST(x'..' AS TEXT)). Nothing is printed when A and B are equal. \
+            application_id set as in B; a missing sqlite_stat1 made by ANALYZE \
+            sqlite_schema (as the sqlite3 shell's .dump does). Rows of tables without a \
+            primary key are written by rowid when the table differs, so the patched \
+            table has B's rowids too (whatever --key says: a --key may repeat). An \
+            update that changes a column of a UNIQUE index is written as a DELETE with \
+            the table's deletes and an INSERT with its inserts, so rows that swap \
+            UNIQUE values (or pass them round a cycle) never collide. Values are exact \
+            SQL literals for A's text encoding (REALs bit for bit; TEXT with CR or NUL, \
+            and in a UTF-16 A with U+FFFE or U+FFFF, as CAST(x'..' AS TEXT) of its \
+            bytes in that encoding); TEXT that is not UTF-8 cannot go into a UTF-16 A \
+            exactly and is an error. Nothing is printed when A and B are equal. \
             json / jsonl: one object per change: {"type":"schema", "object", "name", \
             "operation", "details", "old_sql", "new_sql"} and {"type":"row", "table", \
             "operation" (insert, delete, update), "match" (key, rowid, multiset), \
@@ -56,8 +65,8 @@ struct Diff: ParsableCommand {
             changeset: the session extension's binary changeset (for \
             sqlite3changeset_apply or litectl patch) with the row changes of tables \
             that have a primary key and the same definition on both sides; other \
-            tables (no primary key, generated columns, schema changes) are left out \
-            and named on stderr.
+            tables that differ (no primary key, generated columns, schema changes) are \
+            left out and named on stderr.
 
             --ignore-column TABLE.COL leaves a column out of the comparison (it is still \
             written in INSERTs of the sql format). --table limits the diff to the named \

@@ -11,9 +11,11 @@ struct Hash: ParsableCommand {
             table, index, view and trigger, whitespace outside quotes normalized; \
             user_version and application_id) and the same data: every value compared \
             exactly, with its storage class (1, 1.0, '1' and x'31' all differ), TEXT by \
-            its bytes and REALs by their bits. Page size, VACUUM, free pages, the rowids \
-            of tables without an INTEGER PRIMARY KEY (VACUUM may renumber them), row \
-            order, shadow tables of virtual tables and sqlite_stat* tables do not count. \
+            its bytes and REALs by their bits. The statistics tables sqlite_stat1 and \
+            sqlite_stat4 count (diff compares them too: equal hashes, identical diff). \
+            Page size, VACUUM, free pages, the rowids of tables without an INTEGER \
+            PRIMARY KEY (VACUUM may renumber them), row order and shadow tables of \
+            virtual tables do not count. \
             Rows of each table are hashed as a multiset (duplicates count). \
             The databases are opened read-only, each read in one transaction.
 

@@ -21,8 +21,12 @@ struct Patch: ParsableCommand {
             says what to do when a change meets a row that differs from what the \
             changeset expects, a missing row or a constraint: abort (default: roll \
             everything back, exit 2), omit (skip that change) or replace (overwrite \
-            the row where SQLite allows it, else skip). --invert applies the inverse \
-            changeset (undoes it).
+            the row where SQLite allows it, else skip). Changes that only collide \
+            with other rows of the changeset (rows swapping a UNIQUE value, or passing \
+            one round a cycle), which sqlite3changeset_apply reports as constraint \
+            conflicts, are applied together afterwards, rows deleted first and inserted \
+            after, with triggers off; --on-conflict decides only if that fails too. \
+            --invert applies the inverse changeset (undoes it).
 
             Prints nothing on success unless --dry-run or --verbose: then one line, \
             `N statements, M rows changed` (for a changeset, `changeset: M rows changed`).
