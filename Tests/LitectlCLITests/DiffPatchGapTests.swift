@@ -77,9 +77,7 @@ import TestSupport
             #expect(changeset.stdoutBytes.isEmpty)
             #expect(changeset.stderr == "litectl: note: table t is not in the changeset: rows were matched by É, not by its primary key é\n")
         }
-        withKnownIssue("DiffEngine.plan finds key columns by lowercased() names") {
-            try roundTrip(a, b, in: folder)
-        }
+        try roundTrip(a, b, in: folder)
     }
 
     // MARK: TEXT literals in A's text encoding
@@ -394,10 +392,8 @@ import TestSupport
         let patched = try folder.copy(bare, as: "added.db")
         _ = try runProcess(sqlite3Binary, ["-batch", patched], input: try litectl("diff", "--format", "sql", bare, analyzed).stdoutBytes)
         #expect(try litectl("diff", patched, analyzed).status == 0)
-        withKnownIssue("an added table without a key is read in multiset order: rowids 1...n, not B's (DiffEngine)") {
-            let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", patched, analyzed])
-            #expect(sqldiff.stdout.isEmpty, "\(sqldiff.stdout)")
-        }
+        let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", patched, analyzed])
+        #expect(sqldiff.stdout.isEmpty, "\(sqldiff.stdout)")
     }
 
     @Test func statisticsFollowTheFilters() throws {
@@ -491,11 +487,9 @@ import TestSupport
         let patched = try folder.copy(a, as: "rebuilt.db")
         let applied = try runProcess(sqlite3Binary, ["-batch", patched], input: try litectl("diff", "--format", "sql", a, b).stdoutBytes)
         #expect(applied.status == 0, "\(applied.stderr)")
-        withKnownIssue("B's rowids need the engine to read a one-sided keyless table by rowid (DiffEngine.diffTable)") {
-            let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", patched, b])
-            #expect(sqldiff.status == 0 && sqldiff.stdout.isEmpty, "\(sqldiff.stdout)")
-            #expect(try sqlite3Scalar(patched, "SELECT group_concat(rowid || y, ' ') FROM k") == "1c 3b 4a 5e")
-            #expect(try sqlite3Scalar(patched, "SELECT group_concat(rowid || v, ' ') FROM fresh") == "1z 2a 3m")
-        }
+        let sqldiff = try runProcess(sqldiffBinary, ["--primarykey", patched, b])
+        #expect(sqldiff.status == 0 && sqldiff.stdout.isEmpty, "\(sqldiff.stdout)")
+        #expect(try sqlite3Scalar(patched, "SELECT group_concat(rowid || y, ' ') FROM k") == "1c 3b 4a 5e")
+        #expect(try sqlite3Scalar(patched, "SELECT group_concat(rowid || v, ' ') FROM fresh") == "1z 2a 3m")
     }
 }

@@ -87,8 +87,8 @@ public enum DiffEngine {
     /// The columns whose values are content: visible columns of virtual
     /// tables, non-generated columns of other tables.
     static func rowidName(_ tables: [Table]) -> String {
-        let names = Set(tables.flatMap { $0.columns.map { $0.name.lowercased() } })
-        return ["rowid", "_rowid_", "oid"].first { !names.contains($0) } ?? "rowid"
+        let names = Set(tables.flatMap { $0.columns.map { sqlNameKey($0.name) } })
+        return ["rowid", "_rowid_", "oid"].first { !names.contains(sqlNameKey($0)) } ?? "rowid"
     }
 
     /// How to read and match `b` against `a` (either may be nil: table on one side only).
@@ -98,20 +98,20 @@ public enum DiffEngine {
         // Columns present on both sides (all of B's when A is absent), in B's order.
         var columns = reference.contentColumns
         if let a, let b {
-            let namesA = Set(a.contentColumns.map { $0.name.lowercased() })
-            columns = b.contentColumns.filter { namesA.contains($0.name.lowercased()) }
+            let namesA = Set(a.contentColumns.map { sqlNameKey($0.name) })
+            columns = b.contentColumns.filter { namesA.contains(sqlNameKey($0.name)) }
         }
-        let ignored = Set(options.ignoredColumns.compactMap { spec -> String? in
+        let ignored = Set(options.ignoredColumns.compactMap { spec -> [UInt8]? in
             guard let dot = spec.lastIndex(of: ".") else { return nil }
-            return spec[..<dot].lowercased() == reference.name.lowercased() ? spec[spec.index(after: dot)...].lowercased() : nil
+            return sameSQLName(String(spec[..<dot]), reference.name) ? sqlNameKey(String(spec[spec.index(after: dot)...])) : nil
         })
         var names = columns.map(\.name)
         var keyNames: [String] = []
         var mode: MatchMode = .key
         var rowidColumn: String? = nil
         let isVirtual = reference.kind == .virtual
-        let userKey = options.keys.first { $0.key.lowercased() == reference.name.lowercased() }?.value
-        let declaredKeys = both.map { $0.primaryKey.map { $0.name.lowercased() } }
+        let userKey = options.keys.first { sameSQLName($0.key, reference.name) }?.value
+        let declaredKeys = both.map { $0.primaryKey.map { sqlNameKey($0.name) } }
         let sameKey = declaredKeys.allSatisfy { $0 == declaredKeys[0] } && !declaredKeys[0].isEmpty
         let rowidTables = both.allSatisfy { !$0.withoutRowid }
         if let userKey {
@@ -132,12 +132,12 @@ public enum DiffEngine {
             rowidColumn = name
             names.insert(name, at: 0)
         }
-        let lowered = names.map { $0.lowercased() }
+        let lowered = names.map(sqlNameKey)
         var keyIndexes: [Int] = []
         switch mode {
         case .key:
             for key in keyNames {
-                guard let i = lowered.firstIndex(of: key.lowercased()) else {
+                guard let i = lowered.firstIndex(of: sqlNameKey(key)) else {
                     throw DatabaseError(code: .error, message: "no column \(key) in table \(reference.name) (from --key)")
                 }
                 keyIndexes.append(i)
@@ -186,8 +186,14 @@ public enum DiffEngine {
         if plan.userKey && consumer.wantsRowidsForKeylessTables && !(ta?.withoutRowid ?? false) && !(tb?.withoutRowid ?? false) {
             // A patch cannot address rows by a --key that may repeat: tables
             // without a primary key are written by rowid whatever --key says.
-            options.keys = options.keys.filter { $0.key.lowercased() != reference.name.lowercased() }
+            options.keys = options.keys.filter { !sameSQLName($0.key, reference.name) }
             plan = try self.plan(ta, tb, options: options)
+        }
+        if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta == nil && tb != nil {
+            // A table the patch creates (added, or rebuilt from B's rows) is
+            // read by rowid, so that its rows keep B's rowids.
+            let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
+            if byRowid.mode == .rowid { plan = byRowid }
         }
         if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
             // Rows equal by rowid are equal as a multiset: that cheap pass in
