@@ -32,7 +32,7 @@ import TestSupport
     /// Rowids covered by the ranges.
     func covered(_ shortcut: TableShortcut, _ ids: [Int64]) -> [Int64] {
         ids.filter { id in shortcut.shared.ranges.contains { range in
-            guard case .integer(let low) = range.low[0], case .integer(let high) = range.high[0] else { return false }
+            guard case .rowid(let low) = range.low, case .rowid(let high) = range.high else { return false }
             return low <= id && id <= high
         } }
     }
@@ -51,12 +51,12 @@ import TestSupport
         let b = try folder.copy(a, as: "b.db")
         let p = try #require(try shortcut(a, b, "p"))
         #expect(p.shared.kind == .rowid && p.shared.ranges.count == 1)
-        #expect(p.shared.ranges.first?.low == [.integer(1)] && p.shared.ranges.first?.high == [.integer(4000)])
+        #expect(p.shared.ranges.first?.low == .rowid(1) && p.shared.ranges.first?.high == .rowid(4000))
         let pages = Int(try sqlite3Scalar(a, "SELECT count(*) FROM dbstat WHERE name = 'p'"))!
         #expect(p.shared.sharedPages == pages, "every page of p, overflow included")
         let w = try #require(try shortcut(a, b, "w"))
         #expect(w.shared.kind == .primaryKey && w.shared.ranges.count == 1)
-        #expect(w.shared.ranges.first?.low == [.text("key1")] && w.shared.ranges.first?.high == [.text("key999")])
+        #expect(w.shared.ranges.first?.low == .values([.text("key1")]) && w.shared.ranges.first?.high == .values([.text("key999")]))
     }
 
     /// After changes, exactly the rows that are the same on both sides may be
@@ -110,7 +110,7 @@ import TestSupport
         for row in rows {
             let key: [Value] = [.integer(Int64(row[0])!), .text(row[1])]
             let inRange = shortcut.shared.ranges.contains { range in
-                compareRows(range.low, key) <= 0 && compareRows(key, range.high) <= 0
+                compareRows(range.low.values, key) <= 0 && compareRows(key, range.high.values) <= 0
             }
             if inRange && row[2] == "1" { wronglyShared.append(row[0] + "/" + row[1]) }
             if inRange { shared += 1 }
@@ -159,7 +159,7 @@ import TestSupport
         _ = try sqlite3([b], input: "UPDATE w SET v = v + 1 WHERE k IN (\(changed.map(String.init).joined(separator: ",")));")
         let shortcut = try #require(try shortcut(a, b, "w"))
         let wronglyShared = changed.filter { k in
-            shortcut.shared.ranges.contains { compareRows($0.low, [.integer(k)]) <= 0 && compareRows([.integer(k)], $0.high) <= 0 }
+            shortcut.shared.ranges.contains { compareRows($0.low.values, [.integer(k)]) <= 0 && compareRows([.integer(k)], $0.high.values) <= 0 }
         }
         #expect(wronglyShared.isEmpty, "changed dividers taken as shared: \(wronglyShared)")
         let unchanged = dividers.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
@@ -188,8 +188,7 @@ import TestSupport
     }
 
     @Test func rowidFilter() {
-        let ranges: [(low: [Value], high: [Value])] = [([.integer(-5)], [.integer(-1)]), ([.integer(3)], [.integer(3)]),
-                                                      ([.integer(10)], [.integer(20)])]
+        let ranges: [(low: KeyBound, high: KeyBound)] = [(.rowid(-5), .rowid(-1)), (.rowid(3), .rowid(3)), (.rowid(10), .rowid(20))]
         let filter = RowidFilter(ranges)
         let shared = (-10...25).filter { filter.isShared(Int64($0)) }
         #expect(shared == Array(-5...(-1)) + [3] + Array(10...20))

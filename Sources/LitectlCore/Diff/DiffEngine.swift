@@ -31,6 +31,10 @@ public enum DiffEngine {
             try consumer.finish(summary)
             return summary
         }
+        // Rows are read once, in order: a small page cache holds the interior
+        // pages that the range reads of the shared-pages shortcut revisit.
+        try a.execute("PRAGMA cache_size = -1024")
+        try b.execute("PRAGMA cache_size = -1024")
         return try a.readTransaction {
             try b.readTransaction {
                 try run(a, b, options: options, consumer: consumer)
@@ -238,9 +242,9 @@ public enum DiffEngine {
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
         let reading = shortcut?.reading(plan) ?? .everything
-        let sa = try ca.map { try RowStream(segments: try segments($0, plan, reading)) }
+        let sa = try ca.map { try stream($0, plan, reading) }
         defer { sa?.close() }
-        let sb = try cb.map { try RowStream(segments: try segments($0, plan, reading)) }
+        let sb = try cb.map { try stream($0, plan, reading) }
         defer { sb?.close() }
         var hasA = try sa?.next() ?? false
         var hasB = try sb?.next() ?? false
@@ -288,34 +292,37 @@ public enum DiffEngine {
         return counts
     }
 
-    /// The statements that read a side's rows: all of them, or only those
-    /// outside the ranges both files share.
-    static func segments(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading) throws -> [RowStream.Segment] {
+    /// A stream of a side's rows: all of them, or only those outside the
+    /// ranges both files share.
+    static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading) throws -> RowStream {
         switch reading {
         case .everything:
-            return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan)), bindings: [])]
+            return try RowStream(try connection.prepare(selectSQL(plan)))
         case .unsharedRowids(let rowid, let ranges):
             try RowidFilter.register(ranges, on: connection)
-            return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")),
-                                      bindings: [])]
+            return try RowStream(try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")))
         case .gaps(let keys, let ranges):
-            // The rows strictly between shared ranges, range by range in key order.
+            guard !ranges.isEmpty else { return try RowStream(try connection.prepare(selectSQL(plan))) }
+            // The rows strictly between shared ranges, gap by gap in key order:
+            // below the first range, between each two, above the last.
             let key = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
             func parameters(_ first: Int) -> String {
                 keys.count == 1 ? "?\(first)" : "(" + keys.indices.map { "?\(first + $0)" }.joined(separator: ", ") + ")"
             }
-            guard let first = ranges.first, let last = ranges.last else {
-                return [RowStream.Segment(statement: try connection.prepare(selectSQL(plan)), bindings: [])]
-            }
             let below = try connection.prepare(selectSQL(plan, where: "\(key) < \(parameters(1))"))
             let between = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1)) AND \(key) < \(parameters(keys.count + 1))"))
             let above = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1))"))
-            var result = [RowStream.Segment(statement: below, bindings: first.low)]
-            for (previous, next) in zip(ranges, ranges.dropFirst()) {
-                result.append(RowStream.Segment(statement: between, bindings: previous.high + next.low))
+            return try RowStream(columns: below.columnCount, segmentCount: ranges.count + 1) { i in
+                let statement = i == 0 ? below : (i == ranges.count ? above : between)
+                statement.reset()
+                if i == 0 {
+                    _ = try ranges[0].low.bind(to: statement, at: 1)
+                } else {
+                    let next = try ranges[i - 1].high.bind(to: statement, at: 1)
+                    if i < ranges.count { _ = try ranges[i].low.bind(to: statement, at: next) }
+                }
+                return statement
             }
-            result.append(RowStream.Segment(statement: above, bindings: last.high))
-            return result
         }
     }
 

@@ -211,17 +211,15 @@ final class BatchQueue: @unchecked Sendable {
     }
 }
 
-/// Steps prepared statements on its own thread into a `BatchQueue`: each
-/// segment's statement with its bindings, in order, as one stream of rows.
-/// The statements' connection is used by that thread alone until the queue
+/// Steps prepared statements on its own thread into a `BatchQueue`: one
+/// statement, or a run of segments (a statement reset and bound for each, all
+/// with the same columns) read in order as one stream of rows. The
+/// statements' connection is used by that thread alone until the queue
 /// reports the end (`waitFinished`).
 final class RowStream: @unchecked Sendable {
-    struct Segment {
-        let statement: Statement
-        let bindings: [Value]
-    }
-
-    let segments: [Segment]
+    let segmentCount: Int
+    /// Segment `i`'s statement, reset and bound (called on the reader thread).
+    let segment: (Int) throws -> Statement
     let queue = BatchQueue()
     let columns: Int
     var batch: RowBatch?
@@ -229,13 +227,14 @@ final class RowStream: @unchecked Sendable {
     private var thread = pthread_t()
 
     convenience init(_ statement: Statement) throws {
-        try self.init(segments: [Segment(statement: statement, bindings: [])])
+        try self.init(columns: statement.columnCount, segmentCount: 1) { _ in statement }
     }
 
-    /// Starts reading `segments` (at least one; all with the same columns).
-    init(segments: [Segment]) throws {
-        self.segments = segments
-        columns = segments[0].statement.columnCount
+    /// Starts reading `segmentCount` segments of `columns` columns.
+    init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> Statement) throws {
+        self.segmentCount = segmentCount
+        self.segment = segment
+        self.columns = columns
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { raw in
             let stream = Unmanaged<RowStream>.fromOpaque(raw!).takeRetainedValue()
@@ -252,10 +251,8 @@ final class RowStream: @unchecked Sendable {
     private func produce() {
         var current = RowBatch(columns: columns)
         do {
-            for segment in segments {
-                let statement = segment.statement
-                statement.reset()
-                if !segment.bindings.isEmpty { try statement.bind(segment.bindings) }
+            for i in 0..<segmentCount {
+                let statement = try segment(i)
                 let handle = statement.handle
                 while try statement.step() {
                     current.append(handle)

@@ -12,6 +12,31 @@
 // https://www.sqlite.org/fileformat2.html#b_tree_pages
 import CSQLite
 
+/// One end of a key range: a rowid, or the key values of a WITHOUT ROWID table.
+enum KeyBound: Equatable {
+    case rowid(Int64)
+    case values([Value])
+
+    var values: [Value] {
+        switch self {
+        case .rowid(let rowid): [.integer(rowid)]
+        case .values(let values): values
+        }
+    }
+
+    /// Binds the bound's values from parameter `index` on; returns the next free index.
+    func bind(to statement: Statement, at index: Int) throws -> Int {
+        switch self {
+        case .rowid(let rowid):
+            try statement.bind(.integer(rowid), at: index)
+            return index + 1
+        case .values(let values):
+            for (offset, value) in values.enumerated() { try statement.bind(value, at: index + offset) }
+            return index + values.count
+        }
+    }
+}
+
 /// Key ranges (inclusive, in key order, disjoint) whose rows are identical in A and B.
 struct SharedRanges {
     enum Kind {
@@ -21,7 +46,7 @@ struct SharedRanges {
         case primaryKey
     }
     var kind: Kind
-    var ranges: [(low: [Value], high: [Value])]
+    var ranges: [(low: KeyBound, high: KeyBound)]
     /// Pages compared and found identical (for tests and -v).
     var sharedPages = 0
 }
@@ -79,8 +104,8 @@ final class PageFile {
 
     // A small direct-mapped cache of 128 KiB chunks: one read per chunk
     // rather than one per page (b-tree pages mostly lie near each other).
-    private static let slotCount = 16
-    private lazy var chunkPages = max(1, (128 << 10) / pageSize)
+    private static let slotCount = 8
+    private lazy var chunkPages = max(1, (64 << 10) / pageSize)
     private lazy var slots: [(chunk: Int, pages: Int, bytes: UnsafeMutableRawPointer)] = (0..<PageFile.slotCount).map { _ in
         (-1, 0, UnsafeMutableRawPointer.allocate(byteCount: chunkPages * pageSize, alignment: 8))
     }
@@ -178,12 +203,11 @@ final class SharedPages {
         guard let rootA = try rootPage(a.connection, name), let rootB = try rootPage(b.connection, name) else { return nil }
         var walkB = TreeWalk(file: b, usable: usable)
         guard walkB.collect(rootB) else { return nil }
-        var comparison = TreeComparison(a: a, b: b, usable: usable, keyColumns: withoutRowid ? keyColumns : 0,
-                                        nodesB: walkB.nodes, leafPositionsB: walkB.leafPositions)
+        var comparison = TreeComparison(a: a, b: b, usable: usable, keyColumns: withoutRowid ? keyColumns : 0, treeB: walkB)
         defer { comparison.release() }
         guard comparison.visit(rootA, depth: 0) != nil else { return nil }
         return SharedRanges(kind: withoutRowid ? .primaryKey : .rowid,
-                            ranges: comparison.joinedRanges().map { ($0.low, $0.high) }, sharedPages: comparison.sharedPages)
+                            ranges: comparison.ranges.map { ($0.low, $0.high) }, sharedPages: comparison.sharedPages)
     }
 
     private func rootPage(_ connection: Connection, _ name: String) throws -> UInt32? {
@@ -335,12 +359,25 @@ struct BTreePage {
 struct TreeWalk {
     let file: PageFile
     let usable: Int
-    var nodes = Set<UInt32>()
-    var leafPositions: [UInt32: Int] = [:]
+    /// One bit per page of the file: the page is a node of the tree.
+    var nodes: PageSet
+    /// (page, position in key order) of each leaf, sorted by page.
+    private var leafPositions: [(page: UInt32, position: Int32)] = []
 
     init(file: PageFile, usable: Int) {
         self.file = file
         self.usable = usable
+        nodes = PageSet(pageCount: file.pageCount)
+    }
+
+    /// The position of leaf `page` in key order, nil when it is not a leaf of the tree.
+    func leafPosition(_ page: UInt32) -> Int? {
+        var lo = 0, hi = leafPositions.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if leafPositions[mid].page < page { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < leafPositions.count && leafPositions[lo].page == page ? Int(leafPositions[lo].position) : nil
     }
 
     /// False when the tree cannot be trusted (a page in the -wal, whose copy
@@ -357,7 +394,7 @@ struct TreeWalk {
         // Depth first, children pushed right to left: leaves come out in key order.
         while let (page, depth) = stack.popLast() {
             // Interior pages are few and scattered: read one by one.
-            guard depth < 64, !file.walPages.contains(page), nodes.insert(page).inserted,
+            guard depth < 64, !file.walPages.contains(page), nodes.insert(page),
                   let buffer = file.singlePage(page) else { return false }
             let node = BTreePage(bytes: UnsafeRawBufferPointer(start: buffer, count: file.pageSize), usable: usable)
             guard node.isValid else { return false }
@@ -371,14 +408,33 @@ struct TreeWalk {
                                               usable: usable).isLeaf
             if childrenAreLeaves {
                 for child in children {
-                    guard !file.walPages.contains(child), nodes.insert(child).inserted else { return false }
+                    guard !file.walPages.contains(child), nodes.insert(child) else { return false }
                     leaves.append(child)
                 }
             } else {
                 for child in children.reversed() { stack.append((child, depth + 1)) }
             }
         }
-        for (position, page) in leaves.enumerated() { leafPositions[page] = position }
+        leafPositions = leaves.enumerated().map { (page: $0.element, position: Int32($0.offset)) }
+        leafPositions.sort { $0.page < $1.page }
+        return true
+    }
+}
+
+/// A set of page numbers, one bit per page of a file.
+struct PageSet {
+    private var words: [UInt64]
+
+    init(pageCount: UInt32) { words = Array(repeating: 0, count: Int(pageCount) / 64 + 1) }
+
+    func contains(_ page: UInt32) -> Bool {
+        Int(page / 64) < words.count && words[Int(page / 64)] & (1 << UInt64(page % 64)) != 0
+    }
+
+    /// Adds `page`; false when it was there already or lies past the file.
+    mutating func insert(_ page: UInt32) -> Bool {
+        guard Int(page / 64) < words.count, !contains(page) else { return false }
+        words[Int(page / 64)] |= 1 << UInt64(page % 64)
         return true
     }
 }
@@ -390,7 +446,7 @@ struct TreeComparison {
     /// Keys `low...high` whose rows are identical in A and B (and nothing
     /// else lies between them on either side).
     struct Range {
-        var low: [Value], high: [Value]
+        var low: KeyBound, high: KeyBound
         /// Leaf positions (in key order) in A and B where the range starts and ends.
         var firstLeafA: Int, lastLeafA: Int, firstLeafB: Int, lastLeafB: Int
         /// The range starts at the first cell of both first leaves / ends at
@@ -407,26 +463,28 @@ struct TreeComparison {
     let usable: Int
     /// Key columns of a WITHOUT ROWID table; 0 for a rowid table.
     let keyColumns: Int
-    let nodesB: Set<UInt32>
-    let leafPositionsB: [UInt32: Int]
+    let treeB: TreeWalk
     var ranges: [Range] = []
     var sharedPages = 0
     private var leafCounter = 0
     /// In an index b-tree, A leaf positions whose following divider entry
     /// (in an interior page) is byte-identical in B.
-    private var sharedDividerAfterLeaf = Set<Int>()
+    /// In an index b-tree, the last leaf position whose following divider
+    /// entry (in an interior page) is byte-identical in B, when the last
+    /// divider passed was. Only the latest divider can decide a join: ranges
+    /// are joined as they are found.
+    private var sharedDividerAfterLeaf: Int?
     /// Copies of A's and B's page at each depth of the walk (the page caches move on).
     private var buffers: [(a: UnsafeMutableRawPointer, b: UnsafeMutableRawPointer)] = []
     /// A copy of B's leaf being matched cell by cell.
     private var leafB: UnsafeMutableRawPointer
 
-    init(a: PageFile, b: PageFile, usable: Int, keyColumns: Int, nodesB: Set<UInt32>, leafPositionsB: [UInt32: Int]) {
+    init(a: PageFile, b: PageFile, usable: Int, keyColumns: Int, treeB: TreeWalk) {
         self.a = a
         self.b = b
         self.usable = usable
         self.keyColumns = keyColumns
-        self.nodesB = nodesB
-        self.leafPositionsB = leafPositionsB
+        self.treeB = treeB
         leafB = .allocate(byteCount: a.pageSize, alignment: 8)
     }
 
@@ -481,11 +539,11 @@ struct TreeComparison {
         x.copyMemory(from: source, byteCount: a.pageSize)
         let node = BTreePage(bytes: UnsafeRawBufferPointer(start: x, count: a.pageSize), usable: usable)
         guard node.isValid, node.isTable == (keyColumns == 0) else { return nil }
-        let y = nodesB.contains(page) ? pageB(page) : nil
+        let y = treeB.nodes.contains(page) ? pageB(page) : nil
         if node.isLeaf {
             let position = leafCounter
             leafCounter += 1
-            guard let y, node.cellCount > 0, let positionB = leafPositionsB[page] else { return Subtree(identical: false) }
+            guard let y, node.cellCount > 0, let positionB = treeB.leafPosition(page) else { return Subtree(identical: false) }
             // A copy: reading overflow pages moves B's page cache on.
             leafB.copyMemory(from: y, byteCount: a.pageSize)
             if memcmp(x, leafB, a.pageSize) == 0, overflowChainsIdentical(node),
@@ -493,7 +551,7 @@ struct TreeComparison {
                 sharedPages += 1
                 let range = Range(low: low, high: high, firstLeafA: position, lastLeafA: position,
                                   firstLeafB: positionB, lastLeafB: positionB, fromLeafStart: true, toLeafEnd: true)
-                ranges.append(range)
+                append(range)
                 return Subtree(identical: true, range: range)
             }
             sharedRuns(node, BTreePage(bytes: UnsafeRawBufferPointer(start: leafB, count: a.pageSize), usable: usable),
@@ -516,11 +574,15 @@ struct TreeComparison {
                 }
             }
         }
+        // What the ranges looked like before this subtree: if it turns out
+        // identical as a whole, its ranges give way to one.
         let before = ranges.count
+        let previous = ranges.last
+        let dividerBefore = sharedDividerAfterLeaf
         var first: Range?, last: Range?
         var allIdentical = candidate
         for (k, child) in children.enumerated() {
-            if k > 0 && sharedDividers.contains(k - 1) { sharedDividerAfterLeaf.insert(leafCounter - 1) }
+            if k > 0 { sharedDividerAfterLeaf = sharedDividers.contains(k - 1) ? leafCounter - 1 : nil }
             guard let subtree = visit(child, depth: depth + 1) else { return nil }
             allIdentical = allIdentical && subtree.identical
             if first == nil { first = subtree.range }
@@ -530,9 +592,11 @@ struct TreeComparison {
         // The whole subtree (with the dividers of an index b-tree) is one range.
         sharedPages += 1
         ranges.removeSubrange(before...)
+        if let previous { ranges[before - 1] = previous }
+        sharedDividerAfterLeaf = dividerBefore
         let range = Range(low: first.low, high: last.high, firstLeafA: first.firstLeafA, lastLeafA: last.lastLeafA,
                           firstLeafB: first.firstLeafB, lastLeafB: last.lastLeafB, fromLeafStart: true, toLeafEnd: true)
-        ranges.append(range)
+        append(range)
         return Subtree(identical: true, range: range)
     }
 
@@ -554,7 +618,7 @@ struct TreeComparison {
                 guard let rowidA = x.rowid(i), let rowidB = y.rowid(j) else { return }
                 order = rowidA < rowidB ? -1 : (rowidA == rowidB ? 0 : 1)
             } else {
-                guard let keyA = key(x, i), let keyB = key(y, j) else { return }
+                guard let keyA = x.keyFields(i, count: keyColumns), let keyB = y.keyFields(j, count: keyColumns) else { return }
                 order = compareKeys(keyA, keyB)
             }
             if order <= 0 { i += 1 }
@@ -577,7 +641,7 @@ struct TreeComparison {
         }
         for run in runs {
             guard let low = key(x, run.firstA), let high = key(x, run.lastA) else { continue }
-            ranges.append(Range(low: low, high: high, firstLeafA: positionA, lastLeafA: positionA,
+            append(Range(low: low, high: high, firstLeafA: positionA, lastLeafA: positionA,
                                 firstLeafB: positionB, lastLeafB: positionB, fromLeafStart: run.firstA == 0 && run.firstB == 0,
                                 toLeafEnd: run.lastA == x.cellCount - 1 && run.lastB == y.cellCount - 1))
         }
@@ -597,31 +661,26 @@ struct TreeComparison {
         return sameOverflow(cellA.overflow, bytes: cellA.size - cellA.local)
     }
 
-    /// The ranges with neighbours joined when nothing differs between them
-    /// on either side: a range that ends a leaf and one that starts the next,
-    /// in both files; in an index b-tree, the divider entry between the two
-    /// leaves must also be identical in both.
-    func joinedRanges() -> [Range] {
-        var joined: [Range] = []
-        joined.reserveCapacity(ranges.count)
-        for range in ranges {
-            if let previous = joined.last, previous.toLeafEnd, range.fromLeafStart,
-               previous.lastLeafA + 1 == range.firstLeafA, previous.lastLeafB + 1 == range.firstLeafB,
-               keyColumns == 0 || sharedDividerAfterLeaf.contains(previous.lastLeafA) {
-                joined[joined.count - 1].high = range.high
-                joined[joined.count - 1].lastLeafA = range.lastLeafA
-                joined[joined.count - 1].lastLeafB = range.lastLeafB
-                joined[joined.count - 1].toLeafEnd = range.toLeafEnd
-            } else {
-                joined.append(range)
-            }
+    /// Adds a range, joined to the previous one when nothing differs between
+    /// them on either side: a range that ends a leaf and one that starts the
+    /// next, in both files; in an index b-tree, the divider entry between the
+    /// two leaves must also be identical in both.
+    private mutating func append(_ range: Range) {
+        if let previous = ranges.last, previous.toLeafEnd, range.fromLeafStart,
+           previous.lastLeafA + 1 == range.firstLeafA, previous.lastLeafB + 1 == range.firstLeafB,
+           keyColumns == 0 || sharedDividerAfterLeaf == previous.lastLeafA {
+            ranges[ranges.count - 1].high = range.high
+            ranges[ranges.count - 1].lastLeafA = range.lastLeafA
+            ranges[ranges.count - 1].lastLeafB = range.lastLeafB
+            ranges[ranges.count - 1].toLeafEnd = range.toLeafEnd
+        } else {
+            ranges.append(range)
         }
-        return joined
     }
 
-    private func key(_ node: BTreePage, _ i: Int) -> [Value]? {
-        if keyColumns == 0 { return node.rowid(i).map { [.integer($0)] } }
-        return node.keyFields(i, count: keyColumns)
+    private func key(_ node: BTreePage, _ i: Int) -> KeyBound? {
+        if keyColumns == 0 { return node.rowid(i).map { .rowid($0) } }
+        return node.keyFields(i, count: keyColumns).map { .values($0) }
     }
 
     /// Keys in the b-tree's order (BINARY, ascending: checked by the caller).
@@ -658,9 +717,9 @@ struct TableShortcut {
         case everything
         /// Rows strictly between the shared ranges, in key order, with the key
         /// columns' SQL names.
-        case gaps(keys: [String], ranges: [(low: [Value], high: [Value])])
+        case gaps(keys: [String], ranges: [(low: KeyBound, high: KeyBound)])
         /// Rows whose rowid lies outside the shared ranges, in whatever order the plan sorts.
-        case unsharedRowids(rowid: String, ranges: [(low: [Value], high: [Value])])
+        case unsharedRowids(rowid: String, ranges: [(low: KeyBound, high: KeyBound)])
     }
 
     /// How to read a side for `plan`: only the gaps when the plan reads in
@@ -716,10 +775,10 @@ final class RowidFilter {
     private let lows: [Int64]
     private let highs: [Int64]
 
-    init(_ ranges: [(low: [Value], high: [Value])]) {
+    init(_ ranges: [(low: KeyBound, high: KeyBound)]) {
         var lows: [Int64] = [], highs: [Int64] = []
         for range in ranges {
-            guard case .integer(let low)? = range.low.first, case .integer(let high)? = range.high.first else { continue }
+            guard case .rowid(let low) = range.low, case .rowid(let high) = range.high else { continue }
             lows.append(low)
             highs.append(high)
         }
@@ -739,7 +798,7 @@ final class RowidFilter {
 
     /// (Re)defines the function on `connection` for these ranges. No
     /// statement of the connection may be running.
-    static func register(_ ranges: [(low: [Value], high: [Value])], on connection: Connection) throws {
+    static func register(_ ranges: [(low: KeyBound, high: KeyBound)], on connection: Connection) throws {
         let filter = Unmanaged.passRetained(RowidFilter(ranges)).toOpaque()
         let rc = sqlite3_create_function_v2(connection.rawHandle, "litectl_unshared", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, filter,
             { context, _, arguments in
