@@ -5,12 +5,14 @@
 // subtrees need not be read row by row; the diff reads only the gaps between
 // them (see `DiffEngine.merge`).
 //
-// Pages are read through SQLite's own file handle (SQLITE_FCNTL_FILE_POINTER),
-// never through a second open of the file: closing another descriptor would
-// drop SQLite's POSIX locks. A page that has a frame anywhere in the -wal is
-// never trusted from the main file. File format:
-// https://www.sqlite.org/fileformat2.html#b_tree_pages
+// Pages come from `PageFile` (SQLite's own file handle, the same snapshot);
+// a page with a frame anywhere in either -wal is never trusted.
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One end of a key range: a rowid, or the key values of a WITHOUT ROWID table.
 enum KeyBound: Equatable {
@@ -49,129 +51,6 @@ struct SharedRanges {
     var ranges: [(low: KeyBound, high: KeyBound)]
     /// Pages compared and found identical (for tests and -v).
     var sharedPages = 0
-}
-
-/// The pages of one connection's main database as its read transaction sees them.
-final class PageFile {
-    let connection: Connection
-    let file: UnsafeMutablePointer<sqlite3_file>
-    let pageSize: Int
-    let usableSize: Int
-    let pageCount: UInt32
-    /// Pages with a frame anywhere in the -wal: their copy in the main file
-    /// may be older than the snapshot, so they never count as identical.
-    private(set) var walPages = Set<UInt32>()
-
-    /// nil when the file cannot be read this way (no file handle, or a WAL
-    /// that SQLite reads but this reader cannot see). Call inside the
-    /// connection's read transaction, after its first read.
-    init?(_ connection: Connection) throws {
-        self.connection = connection
-        let db = connection.rawHandle
-        var pointer: UnsafeMutablePointer<sqlite3_file>?
-        guard sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
-              let pointer, pointer.pointee.pMethods != nil else { return nil }
-        file = pointer
-        guard case .integer(let size) = try connection.scalar("PRAGMA page_size") ?? .null,
-              case .integer(let count) = try connection.scalar("PRAGMA page_count") ?? .null,
-              size >= 512, count >= 1, count < Int64(UInt32.max) else { return nil }
-        var reserved: Int32 = -1
-        guard sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserved) == SQLITE_OK,
-              reserved >= 0 else { return nil }
-        pageSize = Int(size)
-        usableSize = Int(size) - Int(reserved)
-        pageCount = UInt32(count)
-        // SQLite reads a -wal whenever one exists, whatever the header's
-        // version bytes say: ask the pager what it does.
-        if try connection.journalMode() == "wal" {
-            var wal: UnsafeMutablePointer<sqlite3_file>?
-            guard sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK else { return nil }
-            if let wal, wal.pointee.pMethods != nil {
-                guard let pages = PageFile.framePages(wal, pageSize: pageSize) else { return nil }
-                walPages = pages
-            } else if !connection.isImmutable {
-                // SQLite would read a -wal we cannot see.
-                return nil
-            }
-        }
-    }
-
-    /// Reads `count` bytes at `offset` of the main file; false on any error or short read.
-    func read(into buffer: UnsafeMutableRawPointer, count: Int, offset: Int) -> Bool {
-        guard let xRead = file.pointee.pMethods.pointee.xRead else { return false }
-        return xRead(file, buffer, Int32(count), sqlite3_int64(offset)) == SQLITE_OK
-    }
-
-    // A small direct-mapped cache of 128 KiB chunks: one read per chunk
-    // rather than one per page (b-tree pages mostly lie near each other).
-    private static let slotCount = 8
-    private lazy var chunkPages = max(1, (64 << 10) / pageSize)
-    private lazy var slots: [(chunk: Int, pages: Int, bytes: UnsafeMutableRawPointer)] = (0..<PageFile.slotCount).map { _ in
-        (-1, 0, UnsafeMutableRawPointer.allocate(byteCount: chunkPages * pageSize, alignment: 8))
-    }
-    private lazy var single = UnsafeMutableRawPointer.allocate(byteCount: pageSize, alignment: 8)
-
-    deinit {
-        for slot in slots { slot.bytes.deallocate() }
-        single.deallocate()
-    }
-
-    /// Page `page` (1-based), valid until the next call; nil when the page is
-    /// out of range or unreadable.
-    func page(_ page: UInt32) -> UnsafeRawPointer? {
-        guard page >= 1, page <= pageCount else { return nil }
-        let index = Int(page - 1)
-        let chunk = index / chunkPages, slot = chunk % PageFile.slotCount
-        if slots[slot].chunk != chunk {
-            let first = chunk * chunkPages
-            let pages = min(chunkPages, Int(pageCount) - first)
-            slots[slot].chunk = -1
-            if read(into: slots[slot].bytes, count: pages * pageSize, offset: first * pageSize) {
-                slots[slot] = (chunk, pages, slots[slot].bytes)
-            } else {
-                // A page past the end of the file (its only copy is in the -wal).
-                return read(into: single, count: pageSize, offset: index * pageSize) ? UnsafeRawPointer(single) : nil
-            }
-        }
-        return UnsafeRawPointer(slots[slot].bytes + (index - chunk * chunkPages) * pageSize)
-    }
-
-    /// Page `page` read on its own (not through the chunk cache, for pages
-    /// scattered over the file), valid until the next call.
-    func singlePage(_ page: UInt32) -> UnsafeRawPointer? {
-        guard page >= 1, page <= pageCount else { return nil }
-        return read(into: single, count: pageSize, offset: Int(page - 1) * pageSize) ? UnsafeRawPointer(single) : nil
-    }
-
-    /// The page numbers named in the headers of every frame of the -wal
-    /// (whatever their salt: a superset of the snapshot's frames). nil when
-    /// the -wal cannot be read or has another page size.
-    static func framePages(_ wal: UnsafeMutablePointer<sqlite3_file>, pageSize: Int) -> Set<UInt32>? {
-        let methods = wal.pointee.pMethods.pointee
-        guard let xRead = methods.xRead, let xFileSize = methods.xFileSize else { return nil }
-        var size: sqlite3_int64 = 0
-        guard xFileSize(wal, &size) == SQLITE_OK else { return nil }
-        var pages = Set<UInt32>()
-        if size < 32 { return pages }
-        var header = [UInt8](repeating: 0, count: 32)
-        guard header.withUnsafeMutableBytes({ xRead(wal, $0.baseAddress, 32, 0) }) == SQLITE_OK else { return nil }
-        guard Int(bigEndian32(header, 8)) == pageSize else { return nil }
-        let frameSize = 24 + pageSize
-        var offset = 32
-        var frame = [UInt8](repeating: 0, count: 24)
-        while offset + frameSize <= Int(size) {
-            let rc = frame.withUnsafeMutableBytes { xRead(wal, $0.baseAddress, 24, sqlite3_int64(offset)) }
-            // A -wal that grows while we read it: later frames are newer than our snapshot.
-            if rc != SQLITE_OK { break }
-            pages.insert(bigEndian32(frame, 0))
-            offset += frameSize
-        }
-        return pages
-    }
-
-    static func bigEndian32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
-    }
 }
 
 /// Finds the key ranges of a table whose b-tree pages are identical in A and B.
@@ -215,143 +94,6 @@ final class SharedPages {
             "SELECT rootpage FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", [.text(name)]) ?? .null,
               root >= 2, root <= Int64(UInt32.max) else { return nil }
         return UInt32(root)
-    }
-}
-
-// MARK: - Reading b-tree pages
-
-/// A b-tree page's header and cells, read in place.
-struct BTreePage {
-    let bytes: UnsafeRawBufferPointer
-    let usable: Int
-
-    static let tableInterior: UInt8 = 0x05, tableLeaf: UInt8 = 0x0D
-    static let indexInterior: UInt8 = 0x02, indexLeaf: UInt8 = 0x0A
-
-    var type: UInt8 { bytes[0] }
-    var isValid: Bool { [Self.tableInterior, Self.tableLeaf, Self.indexInterior, Self.indexLeaf].contains(type) }
-    var isLeaf: Bool { type == Self.tableLeaf || type == Self.indexLeaf }
-    var isTable: Bool { type == Self.tableInterior || type == Self.tableLeaf }
-    var cellCount: Int { Int(u16(3)) }
-    var rightChild: UInt32 { u32(8) }
-
-    func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
-    func u32(_ at: Int) -> UInt32 {
-        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
-    }
-
-    /// Where cell `i` starts, nil when outside the page.
-    func cellStart(_ i: Int) -> Int? {
-        let pointer = (isLeaf ? 8 : 12) + 2 * i
-        guard pointer + 2 <= usable else { return nil }
-        let start = Int(u16(pointer))
-        return start >= (isLeaf ? 8 : 12) && start < usable ? start : nil
-    }
-
-    /// The left child of interior cell `i`.
-    func child(_ i: Int) -> UInt32? {
-        guard let start = cellStart(i), start + 4 <= usable else { return nil }
-        return u32(start)
-    }
-
-    /// A varint at `at`: its value and length, nil past the usable area.
-    func varint(_ at: Int) -> (value: UInt64, length: Int)? {
-        var value: UInt64 = 0
-        for i in 0..<9 {
-            guard at + i < usable else { return nil }
-            let byte = bytes[at + i]
-            if i == 8 { return (value << 8 | UInt64(byte), 9) }
-            value = value << 7 | UInt64(byte & 0x7F)
-            if byte & 0x80 == 0 { return (value, i + 1) }
-        }
-        return nil
-    }
-
-    /// The payload of cell `i`: where it starts, its total size, the bytes
-    /// stored on this page, and the first overflow page (0 when none).
-    /// nil for a table interior page (no payload) or a malformed cell.
-    func payload(_ i: Int) -> (start: Int, size: Int, local: Int, overflow: UInt32)? {
-        guard type != Self.tableInterior, var at = cellStart(i) else { return nil }
-        if type == Self.indexInterior { at += 4 }
-        guard let size = varint(at), size.value < UInt64(Int32.max) else { return nil }
-        at += size.length
-        if type == Self.tableLeaf {
-            guard let rowid = varint(at) else { return nil }
-            at += rowid.length
-        }
-        let p = Int(size.value), u = usable
-        let maxLocal = type == Self.tableLeaf ? u - 35 : (u - 12) * 64 / 255 - 23
-        let minLocal = (u - 12) * 32 / 255 - 23
-        if p <= maxLocal {
-            return at + p <= usable ? (at, p, p, 0) : nil
-        }
-        let k = minLocal + (p - minLocal) % (u - 4)
-        let local = k <= maxLocal ? k : minLocal
-        guard at + local + 4 <= usable else { return nil }
-        return (at, p, local, u32(at + local))
-    }
-
-    /// The rowid of table-leaf cell `i`.
-    func rowid(_ i: Int) -> Int64? {
-        guard type == Self.tableLeaf, let start = cellStart(i), let size = varint(start),
-              let rowid = varint(start + size.length) else { return nil }
-        return Int64(bitPattern: rowid.value)
-    }
-
-    /// The first `count` fields of the record in index cell `i` (a WITHOUT
-    /// ROWID table's key columns), nil when they do not lie on this page.
-    func keyFields(_ i: Int, count: Int) -> [Value]? {
-        guard let cell = payload(i) else { return nil }
-        let end = cell.start + cell.local
-        guard let headerSize = varint(cell.start), headerSize.value <= UInt64(end - cell.start) else { return nil }
-        var typeAt = cell.start + headerSize.length
-        var valueAt = cell.start + Int(headerSize.value)
-        var values: [Value] = []
-        while values.count < count {
-            guard typeAt < cell.start + Int(headerSize.value), let serial = varint(typeAt) else { return nil }
-            typeAt += serial.length
-            let t = serial.value
-            let length: Int
-            switch t {
-            case 0, 8, 9: length = 0
-            case 1, 2, 3, 4: length = Int(t)
-            case 5: length = 6
-            case 6, 7: length = 8
-            case 10, 11: return nil
-            default: length = Int((t - 12) / 2)
-            }
-            guard length <= end - valueAt else { return nil }
-            switch t {
-            case 0: values.append(.null)
-            case 8: values.append(.integer(0))
-            case 9: values.append(.integer(1))
-            case 1...6:
-                var v: Int64 = Int64(Int8(bitPattern: bytes[valueAt]))
-                for j in 1..<length { v = v << 8 | Int64(bytes[valueAt + j]) }
-                values.append(.integer(v))
-            case 7:
-                var bits: UInt64 = 0
-                for j in 0..<8 { bits = bits << 8 | UInt64(bytes[valueAt + j]) }
-                values.append(.real(Double(bitPattern: bits)))
-            default:
-                let content = Array(bytes[valueAt..<(valueAt + length)])
-                values.append(t % 2 == 0 ? .blob(content) : .text(content))
-            }
-            valueAt += length
-        }
-        return values
-    }
-
-    /// The children of an interior page, in key order.
-    func children() -> [UInt32]? {
-        var result: [UInt32] = []
-        result.reserveCapacity(cellCount + 1)
-        for i in 0..<cellCount {
-            guard let child = child(i) else { return nil }
-            result.append(child)
-        }
-        result.append(rightChild)
-        return result
     }
 }
 
@@ -417,24 +159,6 @@ struct TreeWalk {
         }
         leafPositions = leaves.enumerated().map { (page: $0.element, position: Int32($0.offset)) }
         leafPositions.sort { $0.page < $1.page }
-        return true
-    }
-}
-
-/// A set of page numbers, one bit per page of a file.
-struct PageSet {
-    private var words: [UInt64]
-
-    init(pageCount: UInt32) { words = Array(repeating: 0, count: Int(pageCount) / 64 + 1) }
-
-    func contains(_ page: UInt32) -> Bool {
-        Int(page / 64) < words.count && words[Int(page / 64)] & (1 << UInt64(page % 64)) != 0
-    }
-
-    /// Adds `page`; false when it was there already or lies past the file.
-    mutating func insert(_ page: UInt32) -> Bool {
-        guard Int(page / 64) < words.count, !contains(page) else { return false }
-        words[Int(page / 64)] |= 1 << UInt64(page % 64)
         return true
     }
 }
@@ -692,12 +416,6 @@ struct TreeComparison {
         return 0
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 // MARK: - Reading what is not shared
 
