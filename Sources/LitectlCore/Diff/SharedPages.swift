@@ -191,6 +191,7 @@ struct TreeComparison {
     var ranges: [Range] = []
     var sharedPages = 0
     private var leafCounter = 0
+    private var visitedA: PageSet
     /// In an index b-tree, A leaf positions whose following divider entry
     /// (in an interior page) is byte-identical in B.
     /// In an index b-tree, the last leaf position whose following divider
@@ -209,6 +210,7 @@ struct TreeComparison {
         self.usable = usable
         self.keyColumns = keyColumns
         self.treeB = treeB
+        visitedA = PageSet(pageCount: a.pageCount)
         leafB = .allocate(byteCount: a.pageSize, alignment: 8)
     }
 
@@ -257,7 +259,9 @@ struct TreeComparison {
     /// it to `ranges` (one for the whole subtree when it is identical); nil
     /// when A's tree cannot be trusted.
     mutating func visit(_ page: UInt32, depth: Int) -> Subtree? {
-        guard depth < 64, !a.walPages.contains(page) else { return nil }
+        // Each page once: a hostile file whose pages share children must not
+        // make the walk exponential.
+        guard depth < 64, !a.walPages.contains(page), visitedA.insert(page) else { return nil }
         let x = buffers(at: depth).a
         guard let source = a.page(page) else { return nil }
         x.copyMemory(from: source, byteCount: a.pageSize)
@@ -424,8 +428,11 @@ struct TableShortcut {
     let shared: SharedRanges
     /// The rowid is the table's INTEGER PRIMARY KEY on both sides.
     let rowidAlias: Bool
-    /// The name the rowid can be selected under.
-    let rowidName: String
+    /// The name the rowid can be selected under, nil when columns take all three.
+    let rowidName: String?
+    /// A rowid table's declared key holds no NULL (SQLite lets a key that is
+    /// not the rowid repeat NULLs), so its values are unique.
+    let keyIsUnique: Bool
     /// A WITHOUT ROWID table whose key columns all sort BINARY and ascending:
     /// its b-tree order is the engine's key order.
     let keyOrderIsTreeOrder: Bool
@@ -442,13 +449,28 @@ struct TableShortcut {
 
     /// How to read a side for `plan`: only the gaps when the plan reads in
     /// the b-tree's order, a rowid filter when it sorts otherwise.
+    ///
+    /// Skipping shared rows on both sides changes nothing only where the
+    /// merge pairs rows by something unique: never with a --key (it may
+    /// repeat), a key that may hold NULLs, or a multiset with ignored columns
+    /// (rows that tie on the compared columns are then told apart by what is
+    /// printed); those tables are read in full.
     func reading(_ plan: TablePlan) -> Reading {
         if plan.userKey { return .everything }
         switch shared.kind {
         case .rowid:
-            if plan.mode == .rowid, let rowid = plan.rowidColumn { return .gaps(keys: [rowid], ranges: shared.ranges) }
             if plan.mode == .key && rowidAlias && plan.keyIndexes.count == 1 {
                 return .gaps(keys: [quoteIdentifier(plan.columns[plan.keyIndexes[0]])], ranges: shared.ranges)
+            }
+            guard let rowidName else { return .everything }
+            switch plan.mode {
+            case .rowid:
+                guard let rowid = plan.rowidColumn, sameSQLName(rowid, rowidName) else { return .everything }
+                return .gaps(keys: [rowid], ranges: shared.ranges)
+            case .key:
+                guard keyIsUnique else { return .everything }
+            case .multiset:
+                guard plan.keyIndexes.count == plan.columns.count else { return .everything }
             }
             return .unsharedRowids(rowid: rowidName, ranges: shared.ranges)
         case .primaryKey:
@@ -469,12 +491,14 @@ extension SharedPages {
               ta.withoutRowid == tb.withoutRowid else { return nil }
         var keyOrderIsTreeOrder = false
         if ta.withoutRowid {
-            // The key's b-tree order is the engine's order only for BINARY, ascending key columns.
+            // The key's b-tree order is the engine's order only for BINARY,
+            // ascending key columns; and the gaps' `key > ?` compares with the
+            // column's own collation, which must then be BINARY too.
             let odd = try a.connection.scalar("""
                 SELECT count(*) FROM pragma_index_list(?1) AS l, pragma_index_xinfo(l.name) AS x
                 WHERE l.origin = 'pk' AND x.key = 1 AND (x."desc" != 0 OR x.coll != 'BINARY')
                 """, [.text(ta.name)])
-            keyOrderIsTreeOrder = odd == .integer(0)
+            keyOrderIsTreeOrder = odd == .integer(0) && ta.primaryKey.allSatisfy { sameSQLName($0.collation, "BINARY") }
             guard keyOrderIsTreeOrder else { return nil }
         }
 
@@ -482,8 +506,11 @@ extension SharedPages {
             return nil
         }
 
-        return TableShortcut(shared: shared, rowidAlias: ta.hasRowidAlias && tb.hasRowidAlias,
-                             rowidName: DiffEngine.rowidName([ta, tb]), keyOrderIsTreeOrder: keyOrderIsTreeOrder)
+        // The rowid can be selected only under a name no column takes.
+        let columnNames = Set((ta.columns + tb.columns).map { sqlNameKey($0.name) })
+        let rowidName = ["rowid", "_rowid_", "oid"].first { !columnNames.contains(sqlNameKey($0)) }
+        return TableShortcut(shared: shared, rowidAlias: ta.hasRowidAlias && tb.hasRowidAlias, rowidName: rowidName,
+                             keyIsUnique: ta.primaryKey.allSatisfy(\.notNull), keyOrderIsTreeOrder: keyOrderIsTreeOrder)
     }
 }
 
