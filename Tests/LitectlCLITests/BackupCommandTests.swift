@@ -90,6 +90,9 @@ import TestSupport
             states.insert(try sqlite3Scalar(path, "SELECT count(*) FROM log"))
             let m = try manifest(path + ".json")
             #expect(m["journal_mode"] as? String == journal)
+            // Hashed as written, or (after a restart rewrote pages) read back: either way the file's hash.
+            let sha = try shell("sha256sum '\(path)' | cut -d' ' -f1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(m["sha256"] as? String == sha)
             if journal == "wal" {
                 #expect(m["strategy"] as? String == "wal-snapshot")
                 #expect(m["writers_blocked_seconds"] as? Double == 0)

@@ -54,6 +54,10 @@ public struct HotCopyResult: Sendable {
     /// How long, in seconds, writers to a rollback-mode source had to wait
     /// because this copy held the read lock (0 in WAL mode).
     public var writersBlockedSeconds: Double
+    /// Size and SHA-256 of the copy, computed from its writes as they were
+    /// made; nil when the writes did not allow it (see `WrittenFileDigest`),
+    /// and for `VACUUM INTO`: then the caller hashes the file.
+    public var digest: StreamDigest? = nil
 }
 
 public enum HotCopy {
@@ -122,6 +126,13 @@ public enum HotCopy {
             inTransaction = true
         }
         if strategy == .walSnapshot { try beginSnapshot() }
+        // Hash the copy as it is written (no second pass over the file), from
+        // page 1 as the backup will leave it; checked when the copy is done.
+        let writer = CoalescingVFS.writer(of: target)
+        var before = stat()
+        if let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
+            writer.hashWrites(WrittenFileDigest(predictedFirstPage: page))
+        }
 
         var stepPages = Int32(options.pagesPerStep ?? 256)
         var previousCopied = 0
@@ -147,8 +158,16 @@ public enum HotCopy {
                 let closeCode = sqlite3_close(target)
                 targetHandle = nil
                 if closeCode != SQLITE_OK { throw DatabaseError(code: ResultCode(rawValue: closeCode), message: "cannot close the copy", path: destination) }
+                // SQLite ignores what closing a file returns: a last chunk that
+                // could not be written is reported here.
+                if let writer, writer.failure != SQLITE_OK {
+                    throw DatabaseError(code: ResultCode(rawValue: writer.failure),
+                                        message: "cannot write the copy: \(String(cString: sqlite3_errstr(writer.failure)))", path: destination)
+                }
+                var info = stat()
+                let digest = stat(destination, &info) == 0 ? writer?.writtenDigest?.result(fileSize: Int64(info.st_size)) : nil
                 return HotCopyResult(strategy: strategy, restarts: restarts, journalMode: journalMode,
-                                     writersBlockedSeconds: blocked)
+                                     writersBlockedSeconds: blocked, digest: digest)
             case SQLITE_OK:
                 if copied < previousCopied {
                     // Another process committed: the backup started over.
@@ -183,6 +202,37 @@ public enum HotCopy {
                                     path: destination)
             }
         }
+    }
+
+    /// Page 1 of the copy as the backup API will leave it: the source's page 1
+    /// as stored in its file, with the fields the backup and the commit set
+    /// (sqlite3_backup_step in backup.c, pager_write_changecounter in pager.c):
+    /// the database size in pages (offset 28), the schema cookie and the change
+    /// counter of a fresh file incremented from 0 (offsets 40, 24 and 92), and
+    /// the writing library's version number (offset 96). Read from the file, it
+    /// misses a page 1 still in a `-wal` file or changed by a commit before the
+    /// first step: the prediction then fails its check and costs a read pass.
+    /// The page is read through SQLite's own file handle: opening and closing
+    /// the file ourselves would drop the POSIX locks SQLite holds on it.
+    static func predictedFirstPage(of source: Connection) -> [UInt8]? {
+        guard case .integer(let pageSize)? = try? source.scalar("PRAGMA page_size"),
+              case .integer(let pageCount)? = try? source.scalar("PRAGMA page_count"),
+              (512...65536).contains(pageSize), pageCount >= 1 else { return nil }
+        var pointer: UnsafeMutableRawPointer?
+        guard sqlite3_file_control(source.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
+              let file = pointer?.assumingMemoryBound(to: sqlite3_file.self), let methods = file.pointee.pMethods else { return nil }
+        var page = [UInt8](repeating: 0, count: Int(pageSize))
+        let rc = page.withUnsafeMutableBytes { methods.pointee.xRead(file, $0.baseAddress, Int32(pageSize), 0) }
+        guard rc == SQLITE_OK else { return nil }
+        func put32(_ offset: Int, _ value: UInt32) {
+            for i in 0..<4 { page[offset + i] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(i))) }
+        }
+        put32(24, 1)
+        put32(28, UInt32(truncatingIfNeeded: pageCount))
+        put32(40, 1)
+        put32(92, 1)
+        put32(96, UInt32(bitPattern: sqlite3_libversion_number()))
+        return page
     }
 
     /// Runs `body`, retrying while it fails with BUSY or LOCKED, until `deadline`.
