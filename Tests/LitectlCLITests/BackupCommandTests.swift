@@ -151,10 +151,30 @@ import TestSupport
         #expect(missing.stderr == "litectl: \(out)/nope.db: no such file\n")
     }
 
+    /// The gzip member offsets of `path`, by Python's zlib (an independent reader).
+    func gzipMembers(_ path: String) throws -> [Int] {
+        let script = """
+            import sys, zlib
+            data = open(sys.argv[1], 'rb').read(); pos = 0; starts = []
+            while pos < len(data):
+                d = zlib.decompressobj(31); d.decompress(data[pos:])
+                if not d.eof: sys.exit('truncated member at %d' % pos)
+                starts.append(pos); pos = len(data) - len(d.unused_data)
+            print(' '.join(map(str, starts)))
+            """
+        let result = try runProcess("/usr/bin/python3", ["-c", script, path])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+    }
+
+    func contentHash(_ path: String) throws -> String {
+        String(try litectl("hash", path).stdout.split(separator: " ").first ?? "")
+    }
+
     @Test func gzipRoundTrip() throws {
         let folder = try TemporaryFolder("backup-gzip")
         let db = folder.file("bank.db")
-        try makeBank(db, journal: "wal", fillerRows: 5000)
+        try makeBank(db, journal: "wal", fillerRows: 30_000)
         let out = folder.file("out")
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
         let result = try litectl("backup", "--gzip-level", "1", "--json", db, out)
@@ -170,18 +190,38 @@ import TestSupport
         #expect(m["database_sha256"] as? String == sha)
         #expect((m["compressed_bytes"] as? NSNumber)?.int64Value == (try FileManager.default.attributesOfItem(atPath: gz)[.size] as? NSNumber)?.int64Value)
         #expect(try sqlite3(["-batch", unzipped, ".dump"]) == (try sqlite3(["-batch", db, ".dump"])))
+        #expect(try contentHash(unzipped) == (try contentHash(db)))
         #expect(try litectl("verify", "--quick", gz).status == 0)
+        // One gzip member per 4 MiB block of the database, compressed in parallel.
+        let bytes = Int(try #require((m["bytes"] as? NSNumber)?.intValue))
+        let members = try gzipMembers(gz)
+        #expect(bytes > 12 << 20)
+        #expect(members.count == (bytes + (4 << 20) - 1) / (4 << 20))
 
         // restore from .gz into a new file: same content as the source.
         let restored = folder.file("restored.db")
         let r = try litectl("restore", gz, restored)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try sqlite3(["-batch", restored, ".dump"]) == (try sqlite3(["-batch", db, ".dump"])))
+        #expect(try contentHash(restored) == (try contentHash(db)))
         #expect(try visible(out).count == 2, "verify/restore leave no decompressed copies")
 
+        // Cut at a member boundary the file is still valid gzip (gunzip reads
+        // it): the SHA-256 against the manifest is what tells it is short.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: gz))
+        try whole.prefix(members[members.count - 1]).write(to: URL(fileURLWithPath: gz))
+        #expect(try shell("gunzip -t '\(gz)'").status == 0)
+        let cut = try litectl("verify", gz)
+        #expect(cut.status == 1)
+        #expect(cut.stdout.contains("SHA-256 does not match the manifest"), "\(cut.stdout)")
+        // Bytes after the last member that are not a member: a damaged file.
+        try (whole + Data("not gzip".utf8)).write(to: URL(fileURLWithPath: gz))
+        let trailing = try litectl("verify", gz)
+        #expect(trailing.status == 1)
+        #expect(trailing.stdout.contains("not a valid gzip file"), "\(trailing.stdout)")
+
         // A truncated .gz is a bad backup (exit 1), and restore refuses it.
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: gz))
-        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: gz))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: gz))
         let v = try litectl("verify", gz)
         #expect(v.status == 1)
         #expect(v.stdout.contains("BAD"))

@@ -129,8 +129,8 @@ import TestSupport
 
     @Test func gzipStreamsAreReadByTheGzipTool() throws {
         let folder = try TemporaryFolder("core-gzip")
-        // Several chunks' worth of mixed bytes.
-        var bytes = [UInt8](repeating: 0, count: 3 * 1024 * 1024 + 12345)
+        // Three gzip members' worth (4 MiB blocks) of mixed bytes.
+        var bytes = [UInt8](repeating: 0, count: 9 * 1024 * 1024 + 12345)
         var state: UInt64 = 0x9E3779B97F4A7C15
         for i in bytes.indices {
             state = state &* 6364136223846793005 &+ 1442695040888963407
@@ -159,6 +159,24 @@ import TestSupport
         #expect(plain.sha256 == inDigest.sha256)
         try back.commit(as: folder.file("back.bin"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder.file("back.bin"))) == Data(bytes))
+
+        // Our own multi-member output back through our gunzip.
+        let ours = try TemporaryFile(in: folder.path, stem: "ours", permissions: 0o600)
+        #expect(try FileStreams.gunzip(folder.file("out.gz"), into: ours).output.sha256 == inDigest.sha256)
+        ours.discard()
+        // Two members made by the gzip tool, concatenated (`cat a.gz b.gz`), read as one stream.
+        try Data("second member\n".utf8).write(to: URL(fileURLWithPath: folder.file("b.txt")))
+        _ = try runProcess("/bin/gzip", ["-1", "-k", folder.file("b.txt")])
+        let cat = try Data(contentsOf: URL(fileURLWithPath: input + ".gz")) + Data(contentsOf: URL(fileURLWithPath: folder.file("b.txt.gz")))
+        try cat.write(to: URL(fileURLWithPath: folder.file("cat.gz")))
+        let joined = try TemporaryFile(in: folder.path, stem: "joined", permissions: 0o600)
+        #expect(try FileStreams.gunzip(folder.file("cat.gz"), into: joined).output.bytes == Int64(bytes.count + "second member\n".utf8.count))
+        joined.discard()
+        // Bytes after the last member that are not a member: corrupt, not ignored.
+        try (cat + Data([0, 0, 0, 0])).write(to: URL(fileURLWithPath: folder.file("junk.gz")))
+        let junk = try TemporaryFile(in: folder.path, stem: "junk", permissions: 0o600)
+        #expect(throws: DatabaseError.self) { try FileStreams.gunzip(folder.file("junk.gz"), into: junk) }
+        junk.discard()
     }
 
     @Test func retentionMatchesCalendarBuckets() throws {

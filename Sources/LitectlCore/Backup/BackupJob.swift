@@ -119,7 +119,8 @@ public enum BackupJob {
         } else {
             ((database, stored), facts) = try Concurrently.run({ () throws -> (StreamDigest, StreamDigest) in
                 if let gzFile, let level = request.gzipLevel {
-                    return try FileStreams.gzip(copyFile.path, into: gzFile, level: level)
+                    let (input, output) = try ParallelGzip.compress(copyFile.path, into: gzFile, level: level, hashInput: written == nil)
+                    return (written ?? input!, output)
                 }
                 let digest = try FileStreams.digest(of: copyFile.path)
                 return (digest, digest)
