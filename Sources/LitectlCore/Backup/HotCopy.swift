@@ -138,6 +138,7 @@ public enum HotCopy {
         var previousCopied = 0
         var sawFirstStep = false
         while true {
+            let requested = Int(stepPages)
             let rc = sqlite3_backup_step(backup, stepPages)
             let total = Int(sqlite3_backup_pagecount(backup))
             let copied = total - Int(sqlite3_backup_remaining(backup))
@@ -169,8 +170,13 @@ public enum HotCopy {
                 return HotCopyResult(strategy: strategy, restarts: restarts, journalMode: journalMode,
                                      writersBlockedSeconds: blocked, digest: digest)
             case SQLITE_OK:
-                if copied < previousCopied {
-                    // Another process committed: the backup started over.
+                // A step that did not end `requested` pages further on: another
+                // process committed and the backup started over. (Comparing with
+                // the previous position alone misses a copy that restarts at every
+                // step and so never gets past page 1: under a writer committing
+                // more often than a step takes, it never fell back and ran into
+                // --timeout.)
+                if copied != previousCopied + requested {
                     restarts += 1
                     if strategy == .steps && restarts >= options.restartBudget {
                         // Finish from one snapshot, holding the read lock: writers wait.
