@@ -39,9 +39,10 @@ import TestSupport
         try runProcess("/usr/bin/sha256sum", [path]).stdout.split(separator: " ").first.map(String.init) ?? ""
     }
 
-    /// A quiet source, rollback or WAL, larger than the destination's page
-    /// cache (16 MiB), so most pages reach the file before page 1 (rewritten
-    /// at commit): the copy's SHA-256 comes from its writes, and is right.
+    /// A quiet source, rollback or WAL, much larger than the destination's
+    /// page cache and the writer's buffers, so most pages reach the file
+    /// before page 1 (rewritten at commit): the copy's SHA-256 comes from its
+    /// writes, and is right.
     @Test(arguments: ["delete", "wal"])
     func hotCopyHashesTheCopyAsItIsWritten(journal: String) throws {
         let folder = try TemporaryFolder("core-written-hash")

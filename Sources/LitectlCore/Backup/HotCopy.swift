@@ -101,7 +101,10 @@ public enum HotCopy {
         guard openCode == SQLITE_OK, let target = targetHandle else {
             throw DatabaseError.fromConnection(targetHandle, code: openCode, path: destination)
         }
-        let setup = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-16384"
+        // A small page cache (1 MiB): every page passes through it once, so a
+        // larger one only pushes the pages out of the CPU's caches before
+        // they are written (16 MiB cost about 15% more CPU time on 1 GB).
+        let setup = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-1024"
         let setupCode = sqlite3_exec(target, setup, nil, nil, nil)
         if setupCode != SQLITE_OK { throw DatabaseError.fromConnection(target, code: setupCode, path: destination, sql: setup) }
         guard let backup = sqlite3_backup_init(target, "main", source.rawHandle, "main") else {
