@@ -14,6 +14,8 @@ ROWS=${BENCH_ROWS:-3000000}
 
 echo "== generating $ROWS rows" >&2
 python3 "$BENCH_GENERATE" "$T/src.db" --rows "$ROWS" >&2
+# Flush the generated file now: its writeback would otherwise compete with the first runs.
+sync "$T/src.db"
 size=$(stat -c %s "$T/src.db")
 echo "source: $((size / 1000000)) MB, $(sqlite3 "$T/src.db" 'PRAGMA journal_mode')"
 mkdir "$T/out"
