@@ -145,7 +145,10 @@ public enum HotCopy {
             let rc = sqlite3_backup_step(backup, stepPages)
             let total = Int(sqlite3_backup_pagecount(backup))
             let copied = total - Int(sqlite3_backup_remaining(backup))
-            if !sawFirstStep, options.pagesPerStep == nil {
+            // The page count is known once a step has gone through (a step
+            // that met a lock reports 0, which used to leave the size at 256
+            // pages for the whole copy).
+            if !sawFirstStep, options.pagesPerStep == nil, rc == SQLITE_OK || rc == SQLITE_DONE {
                 stepPages = Int32(min(16384, max(256, total / 100)))
                 sawFirstStep = true
             }
