@@ -1,8 +1,9 @@
 // The write side of a backup destination: pages gathered into 2 MiB chunks,
-// each written with one pwrite whose disk writeback starts at once (Linux
-// sync_file_range), so the fsync before the rename has little left to do;
-// and, when asked, each chunk hashed on a second thread while SQLite goes on
-// copying, so the manifest's SHA-256 needs no second pass over the file.
+// each written with one pwrite; the disk writeback of what was written is
+// started at once (Linux sync_file_range) by a thread of its own, so the
+// fsync before the rename has little left to do and a busy disk never stalls
+// the copy; and, when asked, each chunk is hashed on a second thread while
+// SQLite goes on copying, so the manifest's SHA-256 needs no second pass.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,7 @@ final class CoalescedWriter: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var thread: pthread_t?
+    private var writebackThread: pthread_t?
     private var closed = false
 
     struct Chunk {
@@ -44,6 +46,9 @@ final class CoalescedWriter: @unchecked Sendable {
     private var hashing = false
     private var writing = false
     private var stopping = false
+    /// Written since the writeback thread last started writeback: [low, high).
+    private var unflushed: (low: Int64, high: Int64)?
+    private let writebackWake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var digest: WrittenFileDigest?
     private var failureCode = SQLITE_OK
 
@@ -59,6 +64,7 @@ final class CoalescedWriter: @unchecked Sendable {
         free = Array(1..<Self.bufferCount)
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(changed, nil)
+        pthread_cond_init(writebackWake, nil)
     }
 
     deinit {
@@ -66,6 +72,7 @@ final class CoalescedWriter: @unchecked Sendable {
         storage.deallocate()
         pthread_mutex_destroy(mutex); mutex.deallocate()
         pthread_cond_destroy(changed); changed.deallocate()
+        pthread_cond_destroy(writebackWake); writebackWake.deallocate()
     }
 
     private func buffer(_ index: Int) -> UnsafeMutableRawPointer { storage + index * Self.bufferSize }
@@ -130,11 +137,15 @@ final class CoalescedWriter: @unchecked Sendable {
     /// Flushes, stops the hasher and closes the descriptor; SQLITE_OK or the sticky error.
     func finish() -> Int32 {
         let rc = flush()
-        if let thread {
-            locked { stopping = true; pthread_cond_broadcast(changed) }
-            pthread_join(thread, nil)
-            self.thread = nil
+        let threads = locked { () -> [pthread_t?] in
+            stopping = true
+            pthread_cond_broadcast(changed)
+            pthread_cond_signal(writebackWake)
+            return [thread, writebackThread]
         }
+        for case let thread? in threads { pthread_join(thread, nil) }
+        thread = nil
+        writebackThread = nil
         if !closed { close(descriptor); closed = true }
         return rc
     }
@@ -151,8 +162,8 @@ final class CoalescedWriter: @unchecked Sendable {
         length = 0
         if thread == nil {
             let rc = Self.writeAll(descriptor, buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
-            if rc == SQLITE_OK { Self.startWriteback(descriptor, offset: chunk.offset, length: chunk.length) }
             return locked {
+                if rc == SQLITE_OK { wroteLocked(chunk.offset, chunk.length) }
                 if failureCode == SQLITE_OK { failureCode = rc }
                 return failureCode
             }
@@ -178,9 +189,9 @@ final class CoalescedWriter: @unchecked Sendable {
         var rc = SQLITE_OK
         if !failed {
             rc = Self.writeAll(descriptor, buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
-            if rc == SQLITE_OK { Self.startWriteback(descriptor, offset: chunk.offset, length: chunk.length) }
         }
         pthread_mutex_lock(mutex)
+        if rc == SQLITE_OK && !failed { wroteLocked(chunk.offset, chunk.length) }
         if rc != SQLITE_OK && failureCode == SQLITE_OK { failureCode = rc }
         // The queue only loses chunks at its head once written: the chunk is still here.
         if let i = queue.firstIndex(where: { $0.buffer == chunk.buffer }) { queue[i].written = true }
@@ -259,18 +270,59 @@ final class CoalescedWriter: @unchecked Sendable {
         return SQLITE_OK
     }
 
+    /// Bytes written before the writeback thread is woken.
+    static let writebackBatch: Int64 = 8 << 20
+
+    /// Records a range just written (with `mutex` held) and wakes the
+    /// writeback thread once a batch has gathered.
+    private func wroteLocked(_ offset: Int64, _ length: Int) {
+        #if os(Linux)
+        guard Self.syncFileRange != nil else { return }
+        let end = offset + Int64(length)
+        let range = unflushed.map { (min($0.low, offset), max($0.high, end)) } ?? (offset, end)
+        unflushed = range
+        if writebackThread == nil { startWritebackThread() }
+        if range.1 - range.0 >= Self.writebackBatch { pthread_cond_signal(writebackWake) }
+        #endif
+    }
+
+    private func startWritebackThread() {
+        var handle = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        if pthread_create(&handle, nil, { raw in
+            Unmanaged<CoalescedWriter>.fromOpaque(raw!).takeRetainedValue().startWritebacks()
+            return nil
+        }, context) == 0 {
+            writebackThread = handle
+        } else {
+            Unmanaged<CoalescedWriter>.fromOpaque(context).release()
+        }
+    }
+
+    /// The writeback thread: starts the disk writeback of each batch written
+    /// (`SYNC_FILE_RANGE_WRITE`, 2), which can block while the disk's queue is
+    /// full; here that holds up no one. A hint only: errors are ignored, the
+    /// fsync before the rename is what makes the copy durable.
+    private func startWritebacks() {
+        #if os(Linux)
+        pthread_mutex_lock(mutex)
+        while !stopping {  // at the end the fsync takes over
+            if let range = unflushed, range.high - range.low >= Self.writebackBatch {
+                unflushed = nil
+                pthread_mutex_unlock(mutex)
+                _ = Self.syncFileRange?(descriptor, range.low, range.high - range.low, 2)
+                pthread_mutex_lock(mutex)
+            } else {
+                pthread_cond_wait(writebackWake, mutex)
+            }
+        }
+        pthread_mutex_unlock(mutex)
+        #endif
+    }
+
     #if os(Linux)
     typealias SyncFileRange = @convention(c) (Int32, Int64, Int64, UInt32) -> Int32
     /// glibc's sync_file_range, a GNU extension that Swift's Glibc module does not declare.
     static let syncFileRange: SyncFileRange? = dlsym(nil, "sync_file_range").map { unsafeBitCast($0, to: SyncFileRange.self) }
     #endif
-
-    /// Starts the disk writeback of a range just written, without waiting for
-    /// it (`SYNC_FILE_RANGE_WRITE`, 2): a hint, so its errors are ignored; the
-    /// fsync before the rename is what makes the copy durable.
-    static func startWriteback(_ fd: Int32, offset: Int64, length: Int) {
-        #if os(Linux)
-        _ = syncFileRange?(fd, offset, Int64(length), 2)
-        #endif
-    }
 }
