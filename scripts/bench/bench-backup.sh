@@ -82,6 +82,7 @@ for mode in wal delete; do
   echo "== writer committing every ~3 ms, $mode mode"
   cp "$T/src.db" "$T/w.db"
   sqlite3 "$T/w.db" "PRAGMA journal_mode=$mode" >/dev/null
+  sync "$T/w.db"  # a live database is on disk; the copy's writeback would slow every tool
   under_writer "$mode" "litectl backup" "$LITECTL backup --timeout 60 $T/w.db $T/out/l.db"
   under_writer "$mode" "sqlite3 .backup" "sqlite3 $T/w.db '.timeout 60000' '.backup $T/out/s.db'"
   under_writer "$mode" "sqlite3 VACUUM INTO" "sqlite3 $T/w.db '.timeout 60000' \"VACUUM INTO '$T/out/v.db'\""
