@@ -1,5 +1,6 @@
 // The backup engine's parts on their own: the hot copy's progress and
-// snapshot, permissions of temporary files under any umask, streaming gzip
+// snapshot, the SHA-256 computed as the copy is written (judged by
+// sha256sum), permissions of temporary files under any umask, streaming gzip
 // judged by the gzip CLI, and retention judged by Foundation's calendar.
 import Foundation
 import Testing
@@ -32,6 +33,62 @@ import TestSupport
         #expect(try sqlite3(["-batch", folder.file("copy.db"), ".dump"]) == (try sqlite3(["-batch", db, ".dump"])))
         #expect(try FileManager.default.attributesOfItem(atPath: folder.file("copy.db"))[.posixPermissions] as? Int == 0o640)
         #expect(try folder.listing() == ["copy.db", "src.db"], "no temporary name left")
+    }
+
+    func sha256sum(_ path: String) throws -> String {
+        try runProcess("/usr/bin/sha256sum", [path]).stdout.split(separator: " ").first.map(String.init) ?? ""
+    }
+
+    /// A quiet source, rollback or WAL, much larger than the destination's
+    /// page cache and the writer's buffers, so most pages reach the file
+    /// before page 1 (rewritten at commit): the copy's SHA-256 comes from its
+    /// writes, and is right.
+    @Test(arguments: ["delete", "wal"])
+    func hotCopyHashesTheCopyAsItIsWritten(journal: String) throws {
+        let folder = try TemporaryFolder("core-written-hash")
+        let db = folder.file("src.db")
+        try makeDatabase(db, """
+            PRAGMA journal_mode=\(journal);
+            CREATE TABLE t(id INTEGER PRIMARY KEY, x BLOB);
+            WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<6000) INSERT INTO t SELECT i, randomblob(4000) FROM r;
+            CREATE INDEX t_x ON t(substr(x, 1, 8));
+            """)
+        let file = try TemporaryFile(in: folder.path, stem: "copy.db", permissions: 0o600)
+        var options = HotCopyOptions()
+        options.pagesPerStep = 500
+        let result = try HotCopy.copy(from: try Connection(path: db, mode: .readOnly), into: file.path, options: options)
+        try file.commit(as: folder.file("copy.db"))
+        let digest = try #require(result.digest, "the writes of a quiet \(journal) source are hashed as they go")
+        #expect(digest.sha256 == (try sha256sum(folder.file("copy.db"))))
+        #expect(digest.bytes == (try FileManager.default.attributesOfItem(atPath: folder.file("copy.db"))[.size] as? NSNumber)?.int64Value)
+        #expect(digest.bytes > 16 << 20)
+        #expect(try sqlite3Scalar(folder.file("copy.db"), "PRAGMA integrity_check") == "ok")
+    }
+
+    /// Page 1 only in the `-wal` file (a table created and not checkpointed):
+    /// the prediction read from the database file is wrong, the hash from the
+    /// writes is dropped, and the manifest gets the hash of the file instead.
+    @Test func aStalePageOneFallsBackToHashingTheFile() throws {
+        let folder = try TemporaryFolder("core-stale-page1")
+        let db = folder.file("src.db")
+        try makeDatabase(db, """
+            PRAGMA journal_mode=wal;
+            CREATE TABLE t(x BLOB);
+            WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<3000) INSERT INTO t SELECT randomblob(1000) FROM r;
+            """)
+        let writer = try Connection(path: db, mode: .readWrite)
+        defer { try? writer.close() }
+        try writer.execute("PRAGMA wal_autocheckpoint=0; CREATE TABLE u(y); INSERT INTO u VALUES (42);")
+
+        let file = try TemporaryFile(in: folder.path, stem: "copy.db", permissions: 0o600)
+        let result = try HotCopy.copy(from: try Connection(path: db, mode: .readOnly), into: file.path)
+        try file.commit(as: folder.file("copy.db"))
+        #expect(result.digest == nil)
+        #expect(try sqlite3Scalar(folder.file("copy.db"), "SELECT y FROM u") == "42", "the copy holds the snapshot, WAL included")
+
+        let outcome = try BackupJob.run(BackupRequest(source: db, destination: folder.file("job.db"), destinationIsFolder: false))
+        #expect(outcome.manifest.sha256 == (try sha256sum(folder.file("job.db"))))
+        #expect(outcome.manifest.databaseSHA256 == outcome.manifest.sha256)
     }
 
     @Test func vacuumIntoMakesACompactedCopy() throws {
@@ -73,8 +130,8 @@ import TestSupport
 
     @Test func gzipStreamsAreReadByTheGzipTool() throws {
         let folder = try TemporaryFolder("core-gzip")
-        // Several chunks' worth of mixed bytes.
-        var bytes = [UInt8](repeating: 0, count: 3 * 1024 * 1024 + 12345)
+        // Three gzip members' worth (4 MiB blocks) of mixed bytes.
+        var bytes = [UInt8](repeating: 0, count: 9 * 1024 * 1024 + 12345)
         var state: UInt64 = 0x9E3779B97F4A7C15
         for i in bytes.indices {
             state = state &* 6364136223846793005 &+ 1442695040888963407
@@ -103,6 +160,24 @@ import TestSupport
         #expect(plain.sha256 == inDigest.sha256)
         try back.commit(as: folder.file("back.bin"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder.file("back.bin"))) == Data(bytes))
+
+        // Our own multi-member output back through our gunzip.
+        let ours = try TemporaryFile(in: folder.path, stem: "ours", permissions: 0o600)
+        #expect(try FileStreams.gunzip(folder.file("out.gz"), into: ours).output.sha256 == inDigest.sha256)
+        ours.discard()
+        // Two members made by the gzip tool, concatenated (`cat a.gz b.gz`), read as one stream.
+        try Data("second member\n".utf8).write(to: URL(fileURLWithPath: folder.file("b.txt")))
+        _ = try runProcess("/bin/gzip", ["-1", "-k", folder.file("b.txt")])
+        let cat = try Data(contentsOf: URL(fileURLWithPath: input + ".gz")) + Data(contentsOf: URL(fileURLWithPath: folder.file("b.txt.gz")))
+        try cat.write(to: URL(fileURLWithPath: folder.file("cat.gz")))
+        let joined = try TemporaryFile(in: folder.path, stem: "joined", permissions: 0o600)
+        #expect(try FileStreams.gunzip(folder.file("cat.gz"), into: joined).output.bytes == Int64(bytes.count + "second member\n".utf8.count))
+        joined.discard()
+        // Bytes after the last member that are not a member: corrupt, not ignored.
+        try (cat + Data([0, 0, 0, 0])).write(to: URL(fileURLWithPath: folder.file("junk.gz")))
+        let junk = try TemporaryFile(in: folder.path, stem: "junk", permissions: 0o600)
+        #expect(throws: DatabaseError.self) { try FileStreams.gunzip(folder.file("junk.gz"), into: junk) }
+        junk.discard()
     }
 
     @Test func retentionMatchesCalendarBuckets() throws {

@@ -99,22 +99,33 @@ public enum BackupJob {
             throw error
         }
         try? source.close()
-        // Hash (or gzip) on another core while this one fsyncs and runs the
-        // check: they only read the copy, and each takes about as long.
+        // The copy's SHA-256 was computed as it was written (when the writes
+        // allowed it). gzip (or, without that SHA-256, a hash pass) runs on
+        // the other cores while this one runs the check; they only read the
+        // copy. Only a copy that is kept as it is needs its fsync.
         let gzFile = try request.gzipLevel.map { _ in
             try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
         }
         defer { gzFile?.discard() }
-        let ((database, stored), facts) = try Concurrently.run({ () throws -> (StreamDigest, StreamDigest) in
-            if let gzFile, let level = request.gzipLevel {
-                return try FileStreams.gzip(copyFile.path, into: gzFile, level: level)
-            }
-            let digest = try FileStreams.digest(of: copyFile.path)
-            return (digest, digest)
-        }, { () throws -> CopyFacts in
-            try copyFile.sync()
+        let written = result.digest
+        func check() throws -> CopyFacts {
+            if gzFile == nil { try copyFile.sync() }
             return try inspect(copyFile.path, verify: request.verify)
-        })
+        }
+        let database: StreamDigest, stored: StreamDigest, facts: CopyFacts
+        if gzFile == nil, let written {
+            facts = try check()
+            (database, stored) = (written, written)
+        } else {
+            ((database, stored), facts) = try Concurrently.run({ () throws -> (StreamDigest, StreamDigest) in
+                if let gzFile, let level = request.gzipLevel {
+                    let (input, output) = try ParallelGzip.compress(copyFile.path, into: gzFile, level: level, hashInput: written == nil)
+                    return (written ?? input!, output)
+                }
+                let digest = try FileStreams.digest(of: copyFile.path)
+                return (digest, digest)
+            }, check)
+        }
         if !facts.passed {
             throw DatabaseError(code: .corrupt,
                                 message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no backup kept: \(facts.checkResult)",

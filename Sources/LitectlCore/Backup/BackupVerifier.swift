@@ -41,7 +41,47 @@ public final class PreparedBackup {
     deinit { temporary?.discard() }
 }
 
+/// One thing `verify` reports on.
+public enum VerifyItem: Sendable, Equatable {
+    /// A backup file to check (its manifest, if any, lies beside it).
+    case backup(String)
+    /// A manifest whose backup file does not exist: a run was killed between
+    /// writing the manifest and renaming the backup into place (or the backup
+    /// was removed by hand).
+    case missingBackup(backup: String, manifest: String)
+}
+
 public enum BackupVerifier {
+    /// What to check for one `verify` argument: a backup file; a manifest
+    /// (its backup); a folder (the backup of every litectl manifest in it, in
+    /// name order; a folder without one is an error); and a manifest whose
+    /// backup does not exist, whether the manifest or the backup's path is
+    /// given, is reported as such.
+    public static func items(for argument: String) throws -> [VerifyItem] {
+        if DurableFolder.isFolder(argument) {
+            let entries = try Retention.manifests(in: argument)
+            if entries.isEmpty {
+                throw DatabaseError(code: .cantopen, message: "no litectl backup manifests (<backup>.json) in this folder", path: argument)
+            }
+            return entries.map { item(backup: $0.backupPath, manifest: $0.manifestPath) }
+        }
+        if argument.hasSuffix(".json"), DurableFolder.exists(argument),
+           let manifest = try? BackupManifest.read(argument), !manifest.backup.contains("/") {
+            let folder = DurableFolder.parent(of: argument)
+            return [item(backup: (folder.hasSuffix("/") ? folder : folder + "/") + manifest.backup, manifest: argument)]
+        }
+        let manifestPath = BackupManifest.path(forBackup: argument)
+        if !DurableFolder.exists(argument), DurableFolder.exists(manifestPath),
+           let manifest = try? BackupManifest.read(manifestPath), manifest.backup == DurableFolder.baseName(of: argument) {
+            return [.missingBackup(backup: argument, manifest: manifestPath)]
+        }
+        return [.backup(argument)]
+    }
+
+    private static func item(backup: String, manifest: String) -> VerifyItem {
+        DurableFolder.exists(backup) ? .backup(backup) : .missingBackup(backup: backup, manifest: manifest)
+    }
+
     /// Checks the backup at `path`. Throws only when it cannot be checked
     /// (missing, unreadable, no room for the decompressed copy); a backup that
     /// is damaged gives a `BackupCheck` that did not pass.

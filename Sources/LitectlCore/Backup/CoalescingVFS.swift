@@ -1,8 +1,10 @@
 // A VFS over the default one that gathers sequential writes to a database
-// file into 4 MiB writes: the backup API writes its destination one page per
-// write(), which on a large copy costs more system time than the copy itself.
-// (The unix VFS caps one write at 128 KiB, so the buffer is written through a
-// descriptor of our own on the same file.)
+// file into 2 MiB chunks (`CoalescedWriter`, which can also hash them): the
+// backup API writes its destination one page per write(), which on a large
+// copy costs more system time than the copy itself. (The unix VFS caps one
+// write at 128 KiB, so the chunks are written through a descriptor of our own
+// on the same file.) Every other file method first writes the pending chunk,
+// so SQLite never sees the file behind its own writes.
 // Used only for backup destinations (temporary files nothing else opens).
 // See https://www.sqlite.org/vfs.html
 import CSQLite
@@ -14,25 +16,13 @@ import Darwin
 
 enum CoalescingVFS {
     static let name = "litectl-coalesce"
-    static let capacity = 4 << 20
     /// pMethods, then our state pointer, then the wrapped file.
     static let header = 16
 
+    /// Per open file: the writer of a main database file (nil for any other file).
     final class State {
-        let buffer: UnsafeMutableRawPointer?
-        let capacity: Int
-        let descriptor: Int32
-        var start: Int64 = 0
-        var length = 0
-        init(descriptor: Int32) {
-            self.descriptor = descriptor
-            capacity = descriptor >= 0 ? CoalescingVFS.capacity : 0
-            buffer = descriptor >= 0 ? UnsafeMutableRawPointer.allocate(byteCount: CoalescingVFS.capacity, alignment: 4096) : nil
-        }
-        deinit {
-            buffer?.deallocate()
-            if descriptor >= 0 { close(descriptor) }
-        }
+        let writer: CoalescedWriter?
+        init(writer: CoalescedWriter?) { self.writer = writer }
     }
 
     nonisolated(unsafe) static var base: UnsafeMutablePointer<sqlite3_vfs>?
@@ -65,7 +55,7 @@ enum CoalescingVFS {
             }
             // Our own descriptor for the big writes (main database files only).
             let fd: Int32 = flags & SQLITE_OPEN_MAIN_DB != 0 && zName != nil ? open(zName!, O_WRONLY | O_CLOEXEC) : -1
-            let state = State(descriptor: fd)
+            let state = State(writer: fd >= 0 ? CoalescedWriter(descriptor: fd) : nil)
             (UnsafeMutableRawPointer(file) + 8).storeBytes(of: Unmanaged.passRetained(state).toOpaque(), as: UnsafeMutableRawPointer.self)
             file.pointee.pMethods = UnsafePointer(CoalescingVFS.methods)
             return SQLITE_OK
@@ -73,7 +63,7 @@ enum CoalescingVFS {
         var m = sqlite3_io_methods()
         m.iVersion = 1
         m.xClose = { file in
-            let rc = flush(file!)
+            let rc = state(file!).writer?.finish() ?? SQLITE_OK
             let inner = innerFile(file!)
             let rc2 = inner.pointee.pMethods.pointee.xClose(inner)
             let raw = (UnsafeMutableRawPointer(file!) + 8).load(as: UnsafeMutableRawPointer.self)
@@ -86,22 +76,15 @@ enum CoalescingVFS {
             return inner.pointee.pMethods.pointee.xRead(inner, buffer, amount, offset)
         }
         m.xWrite = { file, buffer, amount, offset in
-            let s = state(file!)
-            let inner = innerFile(file!)
-            guard let target = s.buffer, Int(amount) <= s.capacity else {
-                let rc = flush(file!); if rc != SQLITE_OK { return rc }
+            guard let writer = state(file!).writer else {
+                let inner = innerFile(file!)
                 return inner.pointee.pMethods.pointee.xWrite(inner, buffer, amount, offset)
             }
-            if s.length > 0 && (offset != s.start + Int64(s.length) || s.length + Int(amount) > s.capacity) {
-                let rc = flush(file!); if rc != SQLITE_OK { return rc }
-            }
-            if s.length == 0 { s.start = offset }
-            (target + s.length).copyMemory(from: buffer!, byteCount: Int(amount))
-            s.length += Int(amount)
-            return SQLITE_OK
+            return writer.append(buffer!, count: Int(amount), at: offset)
         }
         m.xTruncate = { file, size in
             let rc = flush(file!); if rc != SQLITE_OK { return rc }
+            state(file!).writer?.truncated(to: size)
             let inner = innerFile(file!)
             return inner.pointee.pMethods.pointee.xTruncate(inner, size)
         }
@@ -129,7 +112,12 @@ enum CoalescingVFS {
             return inner.pointee.pMethods.pointee.xCheckReservedLock(inner, out)
         }
         m.xFileControl = { file, op, arg in
-            let rc = flush(file!); if rc != SQLITE_OK { return rc }
+            // A size hint (one per few hundred pages written) need not wait: the
+            // unix VFS only acts on it with a chunk size or mmap, neither set
+            // on a backup destination, and our pending chunks land after it anyway.
+            if op != SQLITE_FCNTL_SIZE_HINT {
+                let rc = flush(file!); if rc != SQLITE_OK { return rc }
+            }
             let inner = innerFile(file!)
             return inner.pointee.pMethods.pointee.xFileControl(inner, op, arg)
         }
@@ -154,21 +142,17 @@ enum CoalescingVFS {
         Unmanaged<State>.fromOpaque((UnsafeMutableRawPointer(file) + 8).load(as: UnsafeMutableRawPointer.self)).takeUnretainedValue()
     }
 
-    /// Writes what the buffer holds.
+    /// Waits until the pending chunks are on the file; SQLITE_OK or the first write error.
     static func flush(_ file: UnsafeMutablePointer<sqlite3_file>) -> Int32 {
-        let s = state(file)
-        guard s.length > 0, let buffer = s.buffer else { return SQLITE_OK }
-        var done = 0
-        defer { s.length = 0 }
-        while done < s.length {
-            let n = pwrite(s.descriptor, buffer + done, s.length - done, off_t(s.start) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno == ENOSPC || errno == EFBIG || errno == EDQUOT ? SQLITE_FULL : SQLITE_IOERR | (3 << 8)  // SQLITE_IOERR_WRITE
-            }
-            if n == 0 { return SQLITE_FULL }
-            done += n
-        }
-        return SQLITE_OK
+        state(file).writer?.flush() ?? SQLITE_OK
+    }
+
+    /// The writer of `connection`'s main database file, when it is open through this VFS.
+    static func writer(of connection: OpaquePointer) -> CoalescedWriter? {
+        var pointer: UnsafeMutableRawPointer?
+        guard sqlite3_file_control(connection, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
+              let file = pointer?.assumingMemoryBound(to: sqlite3_file.self),
+              file.pointee.pMethods == UnsafePointer(methods) else { return nil }
+        return state(file).writer
     }
 }

@@ -1,6 +1,6 @@
 // Streaming passes over backup files in fixed-size chunks (memory does not grow
-// with the database): SHA-256 of a file, gzip compression through zlib with a
-// gzip header, and decompression, each hashing what it reads and writes.
+// with the database): SHA-256 of a file, gzip compression (ParallelGzip.swift)
+// and decompression, each hashing what it reads and writes.
 import CZlib
 #if canImport(Glibc)
 import Glibc
@@ -30,55 +30,18 @@ public enum FileStreams {
         return StreamDigest(bytes: total, sha256: hasher.finalizeHex())
     }
 
-    /// Compresses the file at `path` into `output` as gzip (`level` 1-9).
+    /// Compresses the file at `path` into `output` as gzip (`level` 1-9), in
+    /// independent members compressed on every core (`ParallelGzip`).
     /// Returns the digests of the input and of the gzip bytes written.
     public static func gzip(_ path: String, into output: TemporaryFile, level: Int) throws -> (input: StreamDigest, output: StreamDigest) {
-        let fd = try openForReading(path)
-        defer { close(fd) }
-        var stream = z_stream()
-        guard deflateInit2_(&stream, Int32(level), Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY,
-                            zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw DatabaseError(code: .nomem, message: "zlib: cannot start compression", path: output.path)
-        }
-        defer { deflateEnd(&stream) }
-        var inHasher = SHA256Hasher(), outHasher = SHA256Hasher()
-        var inBytes: Int64 = 0, outBytes: Int64 = 0
-        let outBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        defer { outBuffer.deallocate() }
-
-        func pump(_ flush: Int32) throws {
-            repeat {
-                stream.next_out = outBuffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                stream.avail_out = UInt32(chunkSize)
-                let rc = deflate(&stream, flush)
-                guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else {
-                    throw DatabaseError(code: .error, message: "zlib: compression failed (\(rc))", path: output.path)
-                }
-                let produced = UnsafeRawBufferPointer(rebasing: outBuffer[0..<(chunkSize - Int(stream.avail_out))])
-                if produced.count > 0 {
-                    try output.write(produced)
-                    outHasher.update(produced)
-                    outBytes += Int64(produced.count)
-                }
-            } while stream.avail_out == 0
-        }
-        try readChunks(fd, path: path) { chunk in
-            inHasher.update(chunk)
-            inBytes += Int64(chunk.count)
-            stream.next_in = UnsafeMutablePointer(mutating: chunk.baseAddress!.assumingMemoryBound(to: Bytef.self))
-            stream.avail_in = UInt32(chunk.count)
-            try pump(Z_NO_FLUSH)
-        }
-        stream.next_in = nil
-        stream.avail_in = 0
-        try pump(Z_FINISH)
-        return (StreamDigest(bytes: inBytes, sha256: inHasher.finalizeHex()),
-                StreamDigest(bytes: outBytes, sha256: outHasher.finalizeHex()))
+        let (input, gz) = try ParallelGzip.compress(path, into: output, level: level, hashInput: true)
+        return (input!, gz)
     }
 
-    /// Decompresses the gzip file at `path` into `output`. Returns the digests
-    /// of the gzip input and of the bytes written. A truncated or damaged
-    /// stream fails with `.corrupt`.
+    /// Decompresses the gzip file at `path` (one member or several) into
+    /// `output`. Returns the digests of the gzip input and of the bytes
+    /// written. A truncated or damaged stream, or bytes after the last member
+    /// that are not a member, fail with `.corrupt`.
     public static func gunzip(_ path: String, into output: TemporaryFile) throws -> (input: StreamDigest, output: StreamDigest) {
         let fd = try openForReading(path)
         defer { close(fd) }
@@ -89,16 +52,21 @@ public enum FileStreams {
         defer { inflateEnd(&stream) }
         var inHasher = SHA256Hasher(), outHasher = SHA256Hasher()
         var inBytes: Int64 = 0, outBytes: Int64 = 0
-        var ended = false
+        // A gzip file is a series of members (RFC 1952, 2.2; litectl writes
+        // one per 4 MiB block): after each member's end, the next begins.
+        var atMemberEnd = false
         let outBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { outBuffer.deallocate() }
         try readChunks(fd, path: path) { chunk in
             inHasher.update(chunk)
             inBytes += Int64(chunk.count)
-            if ended { return }  // trailing bytes after the stream are hashed, not inflated
             stream.next_in = UnsafeMutablePointer(mutating: chunk.baseAddress!.assumingMemoryBound(to: Bytef.self))
             stream.avail_in = UInt32(chunk.count)
-            while stream.avail_in > 0 && !ended {
+            while stream.avail_in > 0 {
+                if atMemberEnd {
+                    inflateReset(&stream)
+                    atMemberEnd = false
+                }
                 stream.next_out = outBuffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 stream.avail_out = UInt32(chunkSize)
                 let rc = inflate(&stream, Z_NO_FLUSH)
@@ -111,11 +79,11 @@ public enum FileStreams {
                     outHasher.update(produced)
                     outBytes += Int64(produced.count)
                 }
-                if rc == Z_STREAM_END { ended = true }
+                if rc == Z_STREAM_END { atMemberEnd = true }
                 if rc == Z_BUF_ERROR && produced.isEmpty { break }
             }
         }
-        guard ended else {
+        guard atMemberEnd else {
             throw DatabaseError(code: .corrupt, message: "truncated gzip file", path: path)
         }
         return (StreamDigest(bytes: inBytes, sha256: inHasher.finalizeHex()),

@@ -1,7 +1,8 @@
 // Retention of backups, grandfather-father-son like restic's `forget`: keep
 // the newest N, and the newest backup of each of the last H hours, D days, W
 // weeks and M months that have one. Only backups named by a litectl manifest
-// for the same source are ever considered.
+// for the same source are ever considered, and manifests of that source whose
+// backup never landed are removed.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -62,6 +63,23 @@ public enum Retention {
     /// The backups in `folder` whose manifest names `source` (an absolute,
     /// resolved path) and whose backup file exists, oldest first.
     public static func catalog(folder: String, source: String) throws -> [CatalogEntry] {
+        try manifests(in: folder, source: source).filter { DurableFolder.exists($0.backupPath) }
+            .sorted { $0.manifest.startedAt < $1.manifest.startedAt }
+    }
+
+    /// The manifests in `folder` for `source` whose backup file does not
+    /// exist: left by a run killed (SIGKILL, power loss) after its manifest
+    /// landed and before its backup was renamed into place. Oldest first.
+    public static func danglingManifests(folder: String, source: String) throws -> [CatalogEntry] {
+        try manifests(in: folder, source: source).filter { !DurableFolder.exists($0.backupPath) }
+            .sorted { $0.manifest.startedAt < $1.manifest.startedAt }
+    }
+
+    /// Every litectl manifest in `folder` (for `source` only, when given), in
+    /// name order, whether or not its backup exists. A file counts only when
+    /// it carries litectl's format marker and is named after the backup it
+    /// names, which lies beside it: `<backup>.json`.
+    public static func manifests(in folder: String, source: String? = nil) throws -> [CatalogEntry] {
         guard let dir = opendir(folder) else {
             throw DatabaseError(code: .cantopen, message: "cannot list the folder: \(String(cString: strerror(errno)))", path: folder)
         }
@@ -78,15 +96,12 @@ public enum Retention {
         for name in names.sorted() {
             let manifestPath = prefix + name
             guard let manifest = try? BackupManifest.read(manifestPath),
-                  Array(manifest.source.utf8) == Array(source.utf8),
-                  // The manifest names its backup beside it, by the name litectl gave it.
+                  source.map({ Array(manifest.source.utf8) == Array($0.utf8) }) ?? true,
                   !manifest.backup.contains("/"), BackupManifest.path(forBackup: manifest.backup) == name
             else { continue }
-            let backupPath = prefix + manifest.backup
-            guard DurableFolder.exists(backupPath) else { continue }
-            entries.append(CatalogEntry(backupPath: backupPath, manifestPath: manifestPath, manifest: manifest))
+            entries.append(CatalogEntry(backupPath: prefix + manifest.backup, manifestPath: manifestPath, manifest: manifest))
         }
-        return entries.sorted { $0.manifest.startedAt < $1.manifest.startedAt }
+        return entries
     }
 
     /// The entries of `catalog` that `policy` does not keep.
@@ -104,5 +119,21 @@ public enum Retention {
             unlink(entry.manifestPath)
         }
         if let first = entries.first { try DurableFolder.sync(parentOf: first.backupPath) }
+    }
+
+    /// Removes dangling manifests (see `danglingManifests`), each only if its
+    /// backup file still does not exist, and fsyncs the folder. Returns the
+    /// manifests removed.
+    public static func removeDangling(_ entries: [CatalogEntry]) throws -> [CatalogEntry] {
+        var removed: [CatalogEntry] = []
+        for entry in entries where !DurableFolder.exists(entry.backupPath) {
+            if unlink(entry.manifestPath) != 0 {
+                if errno == ENOENT { continue }
+                throw DatabaseError(code: .ioerr, message: "cannot remove: \(String(cString: strerror(errno)))", path: entry.manifestPath)
+            }
+            removed.append(entry)
+        }
+        if let first = removed.first { try DurableFolder.sync(parentOf: first.manifestPath) }
+        return removed
     }
 }

@@ -24,7 +24,9 @@ struct Backup: ParsableCommand {
             fsynced. On any error, SIGINT, SIGTERM or SIGHUP the temporary file is removed, \
             nothing appears under the final name, and the exit status is 2 (after SIGKILL \
             the hidden temporary file stays until the next backup into that folder removes \
-            it). The source is only read. A file-size limit or a full disk is reported \
+            it; a SIGKILL just between the manifest's rename and the backup's leaves the \
+            manifest without its backup: verify reports it, retention removes it). The \
+            source is only read. A file-size limit or a full disk is reported \
             as such, with nothing kept.
 
             Beside each backup, <backup file>.json is its manifest: format, backup, source, \
@@ -39,12 +41,15 @@ struct Backup: ParsableCommand {
             weeks (Monday first), M months (UTC) that have one; a backup kept by any rule \
             stays. Only backups named by a litectl manifest for the same source (same \
             resolved path) are ever removed, with their manifests, after a successful \
-            backup. --dry-run makes no backup and prints the backups that would be removed \
-            if one were made now.
+            backup. A manifest of that source whose backup file does not exist (left by \
+            a run killed between writing the manifest and renaming the backup into \
+            place) is removed too. --dry-run makes no backup and prints the backups and \
+            manifests that would be removed if one were made now.
 
             Runs are silent on success. -v prints a summary line per source on stdout; \
             --json prints one JSON object per source (JSON Lines: source, ok, error, \
-            backup, manifest (the manifest's fields or null), pruned). A lock per \
+            backup, manifest (the manifest's fields or null), pruned, pruned_manifests). \
+            -v and --json name what retention removed. A lock per \
             destination folder (.litectl-backup.lock, flock) makes an overlapping run wait \
             up to --timeout, then fail. --metrics-file writes a Prometheus textfile (for \
             node_exporter's textfile collector) atomically: \
@@ -150,6 +155,9 @@ struct Backup: ParsableCommand {
                     for (i, entry) in catalog.enumerated() where !keep.contains(i) {
                         printOut("would remove \(entry.backupPath)")
                     }
+                    for entry in try Retention.danglingManifests(folder: folder, source: resolved) {
+                        printOut("would remove \(entry.manifestPath) (a manifest whose backup does not exist)")
+                    }
                 } catch {
                     printError(describe(error)); throw ExitStatus.error
                 }
@@ -178,12 +186,14 @@ struct Backup: ParsableCommand {
             do {
                 let outcome = try BackupJob.run(request, progress: bar.update)
                 bar.clear()
-                var pruned: [String] = []
+                var pruned: [String] = [], prunedManifests: [String] = []
                 if destinationIsFolder && !policy.isEmpty {
                     let catalog = try Retention.catalog(folder: folder, source: outcome.manifest.source)
                     let doomed = Retention.toPrune(catalog, policy: policy).filter { $0.backupPath != outcome.backupPath }
                     try Retention.prune(doomed)
                     pruned = doomed.map(\.backupPath)
+                    let dangling = try Retention.danglingManifests(folder: folder, source: outcome.manifest.source)
+                    prunedManifests = try Retention.removeDangling(dangling).map(\.manifestPath)
                 }
                 let m = outcome.manifest
                 metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,
@@ -192,13 +202,15 @@ struct Backup: ParsableCommand {
                 if json {
                     printOut(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
                                           ("backup", .string(outcome.backupPath)), ("manifest", m.json),
-                                          ("pruned", .array(pruned.map { .string($0) }))]).compact)
+                                          ("pruned", .array(pruned.map { .string($0) })),
+                                          ("pruned_manifests", .array(prunedManifests.map { .string($0) }))]).compact)
                 } else if verbose {
                     let size = m.compressedBytes.map { "\(human(m.bytes)), \(human($0)) compressed" } ?? human(m.bytes)
                     let verdict = m.verification.mode == "none" ? "not verified"
                         : "\(m.verification.mode == "full" ? "integrity_check" : "quick_check") \(m.verification.result)"
                     printOut("\(source) -> \(outcome.backupPath) (\(size), \(String(format: "%.2f", m.durationSeconds)) s, \(verdict), \(m.strategy))")
                     for path in pruned { printOut("pruned \(path)") }
+                    for path in prunedManifests { printOut("pruned \(path) (a manifest whose backup does not exist)") }
                 }
             } catch {
                 bar.clear()
@@ -209,7 +221,8 @@ struct Backup: ParsableCommand {
                                             verified: (error as? DatabaseError)?.code.primary == .corrupt ? 0 : -1))
                 if json {
                     printOut(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(describe(error))),
-                                          ("backup", .null), ("manifest", .null), ("pruned", .array([]))]).compact)
+                                          ("backup", .null), ("manifest", .null), ("pruned", .array([])),
+                                          ("pruned_manifests", .array([]))]).compact)
                 }
             }
         }

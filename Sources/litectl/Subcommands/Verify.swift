@@ -7,8 +7,14 @@ struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Re-check backups: SHA-256 against the manifest, then integrity_check.",
         discussion: """
-            For each BACKUP (a .db or .db.gz made by litectl backup, or any database \
-            file): the SHA-256 of the file is compared with its manifest \
+            Each BACKUP is a .db or .db.gz made by litectl backup (or any database \
+            file), a manifest (<backup>.json: its backup is checked), or a folder: the \
+            backup of every litectl manifest in it, in name order (a folder without one \
+            is an error). A manifest whose backup file does not exist (a backup killed \
+            between writing its manifest and renaming the backup into place) is a bad \
+            backup: "BAD PATH: missing: ...".
+
+            For each backup: the SHA-256 of the file is compared with its manifest \
             (<backup>.json) when there is one, a gzip file is decompressed into a \
             temporary file (beside the backup, or in $TMPDIR when that folder is not \
             writable; removed afterwards), and the database is checked with \
@@ -18,14 +24,14 @@ struct Verify: ParsableCommand {
             One line per backup on stdout: "ok PATH" or "BAD PATH: reason". Without a \
             manifest the hash is not compared and the line says so. --json prints one \
             object per backup (path, ok, compressed, sha256, manifest, sha256_matches, \
-            check, result).
+            check, result; compressed, sha256 and check are null for a missing backup).
 
             Exit status: 0 all good, 1 a backup is bad (hash mismatch, damaged gzip, not \
-            a database, failed check), 2 a backup could not be checked (missing, \
-            unreadable, no room to decompress).
+            a database, failed check, missing beside its manifest), 2 a backup could not \
+            be checked (missing without a manifest, unreadable, no room to decompress).
             """)
 
-    @Argument(help: ArgumentHelp("Backup files.", valueName: "backup"))
+    @Argument(help: ArgumentHelp("Backup files, manifests or folders of backups.", valueName: "backup"))
     var backups: [String]
 
     @Flag(help: "quick_check instead of integrity_check.")
@@ -37,33 +43,59 @@ struct Verify: ParsableCommand {
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         var bad = false, error = false
-        for path in backups {
-            do {
-                let check = try BackupVerifier.verify(path, level: quick ? .quick : .full)
-                if !check.passed { bad = true }
-                if json {
-                    printOut(JSON.object([
-                        ("path", .string(path)), ("ok", .bool(check.passed)), ("compressed", .bool(check.compressed)),
-                        ("sha256", .string(check.sha256)), ("manifest", .optional(check.manifestPath) { .string($0) }),
-                        ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
-                        ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
-                        ("result", .string(check.checkResult)),
-                    ]).compact)
-                } else if check.passed {
-                    let hash = check.sha256Matches == nil ? "no manifest, hash not compared" : "SHA-256 matches the manifest"
-                    printOut("ok \(path) (\(hash), \(check.checkMode == .full ? "integrity_check" : "quick_check") ok)")
-                } else {
-                    var reasons: [String] = []
-                    if check.sha256Matches == false { reasons.append("SHA-256 does not match the manifest") }
-                    if check.checkResult != "ok" { reasons.append(check.checkResult) }
-                    printOut("BAD \(path): \(reasons.joined(separator: "; "))")
-                }
-            } catch let failure {
+        for argument in backups {
+            let items: [VerifyItem]
+            do { items = try BackupVerifier.items(for: argument) } catch let failure {
                 error = true
                 printError(describe(failure))
+                continue
+            }
+            for item in items {
+                switch item {
+                case .missingBackup(let path, let manifest):
+                    bad = true
+                    let result = "missing: \(DurableFolder.baseName(of: manifest)) is there but the backup file is not (a backup killed before its rename into place; backup --keep-* removes such manifests)"
+                    if json {
+                        printOut(JSON.object([
+                            ("path", .string(path)), ("ok", .bool(false)), ("compressed", .null), ("sha256", .null),
+                            ("manifest", .string(manifest)), ("sha256_matches", .null), ("check", .null), ("result", .string(result)),
+                        ]).compact)
+                    } else {
+                        printOut("BAD \(path): \(result)")
+                    }
+                case .backup(let path):
+                    do {
+                        let check = try BackupVerifier.verify(path, level: quick ? .quick : .full)
+                        if !check.passed { bad = true }
+                        report(check, path: path)
+                    } catch let failure {
+                        error = true
+                        printError(describe(failure))
+                    }
+                }
             }
         }
         if error { throw ExitStatus.error }
         if bad { throw ExitStatus.findings }
+    }
+
+    func report(_ check: BackupCheck, path: String) {
+        if json {
+            printOut(JSON.object([
+                ("path", .string(path)), ("ok", .bool(check.passed)), ("compressed", .bool(check.compressed)),
+                ("sha256", .string(check.sha256)), ("manifest", .optional(check.manifestPath) { .string($0) }),
+                ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
+                ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
+                ("result", .string(check.checkResult)),
+            ]).compact)
+        } else if check.passed {
+            let hash = check.sha256Matches == nil ? "no manifest, hash not compared" : "SHA-256 matches the manifest"
+            printOut("ok \(path) (\(hash), \(check.checkMode == .full ? "integrity_check" : "quick_check") ok)")
+        } else {
+            var reasons: [String] = []
+            if check.sha256Matches == false { reasons.append("SHA-256 does not match the manifest") }
+            if check.checkResult != "ok" { reasons.append(check.checkResult) }
+            printOut("BAD \(path): \(reasons.joined(separator: "; "))")
+        }
     }
 }

@@ -1,0 +1,68 @@
+// The SHA-256 of a backup destination computed from the writes that make it,
+// as they are made: the manifest's hash without a second pass over the file.
+
+/// The SHA-256 of a file that starts empty, computed from the writes that
+/// fill it. It holds only for the way the backup API writes its destination:
+/// page 1 is written last (at commit; it is predicted before the copy
+/// starts and compared at the end), every other page once and in file order,
+/// with gaps (the page holding the pending byte at 1 GiB) left as holes that
+/// read as zeros. Anything else (a page rewritten after a restart, a
+/// truncation, page 1 different from the prediction, a size other than what
+/// was hashed) makes `result` nil, and the caller hashes the finished file.
+struct WrittenFileDigest {
+    let predictedFirstPage: [UInt8]
+    private var hasher = SHA256Hasher()
+    /// Bytes hashed so far, page 1 included.
+    private var end: Int64
+    /// Page 1 as last written.
+    private var firstPage: [UInt8]?
+    private var broken = false
+
+    init(predictedFirstPage: [UInt8]) {
+        self.predictedFirstPage = predictedFirstPage
+        end = Int64(predictedFirstPage.count)
+        hasher.update(predictedFirstPage)
+    }
+
+    var pageSize: Int { predictedFirstPage.count }
+
+    /// `bytes` were written at `offset`.
+    mutating func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        guard !broken, !bytes.isEmpty else { return }
+        var bytes = bytes, offset = offset
+        if offset < Int64(pageSize) {
+            // Only whole writes of page 1 are followed (SQLite writes whole pages).
+            guard offset == 0, bytes.count >= pageSize else { broken = true; return }
+            firstPage = Array(bytes[0..<pageSize])
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[pageSize...])
+            offset = Int64(pageSize)
+            if bytes.isEmpty { return }
+        }
+        guard offset >= end else { broken = true; return }  // rewritten: the hash already has the old bytes
+        if offset > end { hashZeros(offset - end) }
+        hasher.update(bytes)
+        end += Int64(bytes.count)
+    }
+
+    /// The file was truncated to `size` bytes.
+    mutating func truncated(to size: Int64) {
+        if size < end { broken = true }
+    }
+
+    /// The digest, when the finished file of `fileSize` bytes is exactly what was hashed.
+    func result(fileSize: Int64) -> StreamDigest? {
+        guard !broken, fileSize == end, let firstPage, firstPage == predictedFirstPage else { return nil }
+        return StreamDigest(bytes: end, sha256: hasher.finalizeHex())
+    }
+
+    private mutating func hashZeros(_ count: Int64) {
+        let zeros = [UInt8](repeating: 0, count: Int(min(count, 1 << 16)))
+        var left = count
+        while left > 0 {
+            let n = Int(min(left, Int64(zeros.count)))
+            zeros.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            left -= Int64(n)
+        }
+        end += count
+    }
+}
