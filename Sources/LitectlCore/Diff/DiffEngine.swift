@@ -88,11 +88,17 @@ public enum DiffEngine {
 
     // MARK: Planning
 
-    /// The columns whose values are content: visible columns of virtual
-    /// tables, non-generated columns of other tables.
+    /// The name the rowid is selected under: the first of SQLite's names
+    /// that no column takes ("rowid" when columns take all three: see README).
     static func rowidName(_ tables: [Table]) -> String {
+        selectableRowidName(tables) ?? "rowid"
+    }
+
+    /// The first of SQLite's names for the rowid that no column of `tables`
+    /// takes; nil when columns take all three (the rowid cannot be selected).
+    static func selectableRowidName(_ tables: [Table]) -> String? {
         let names = Set(tables.flatMap { $0.columns.map { sqlNameKey($0.name) } })
-        return ["rowid", "_rowid_", "oid"].first { !names.contains(sqlNameKey($0)) } ?? "rowid"
+        return ["rowid", "_rowid_", "oid"].first { !names.contains(sqlNameKey($0)) }
     }
 
     /// How to read and match `b` against `a` (either may be nil: table on one side only).

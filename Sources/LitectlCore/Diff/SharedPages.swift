@@ -506,10 +506,8 @@ extension SharedPages {
             return nil
         }
 
-        // The rowid can be selected only under a name no column takes.
-        let columnNames = Set((ta.columns + tb.columns).map { sqlNameKey($0.name) })
-        let rowidName = ["rowid", "_rowid_", "oid"].first { !columnNames.contains(sqlNameKey($0)) }
-        return TableShortcut(shared: shared, rowidAlias: ta.hasRowidAlias && tb.hasRowidAlias, rowidName: rowidName,
+        return TableShortcut(shared: shared, rowidAlias: ta.hasRowidAlias && tb.hasRowidAlias,
+                             rowidName: DiffEngine.selectableRowidName([ta, tb]),
                              keyIsUnique: ta.primaryKey.allSatisfy(\.notNull), keyOrderIsTreeOrder: keyOrderIsTreeOrder)
     }
 }
