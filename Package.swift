@@ -14,6 +14,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,12 +33,24 @@ let package = Package(
             dependencies: [
                 "CSQLite", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]
+        ),
+        // The S3 client (SigV4, credentials, HTTP) and the repository store
+        // over it: the only network code, kept out of the core.
+        .target(
+            name: "LitectlS3",
+            dependencies: [
+                "LitectlCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
             name: "litectl",
             dependencies: [
-                "LitectlCore",
+                "LitectlCore", "LitectlS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -48,6 +62,10 @@ let package = Package(
         .testTarget(
             name: "LitectlCoreTests",
             dependencies: ["LitectlCore", "TestSupport"]
+        ),
+        .testTarget(
+            name: "LitectlS3Tests",
+            dependencies: ["LitectlS3", "LitectlCore", "TestSupport"]
         ),
         .testTarget(
             name: "LitectlCLITests",
