@@ -28,6 +28,7 @@ public enum CopyStrategy: String, Sendable {
 public struct CopyProgress: Sendable {
     public var pagesCopied: Int
     public var pageCount: Int
+    public init(pagesCopied: Int, pageCount: Int) { self.pagesCopied = pagesCopied; self.pageCount = pageCount }
 }
 
 public struct HotCopyOptions: Sendable {

@@ -62,8 +62,19 @@ struct Backup: ParsableCommand {
             A progress bar is drawn on stderr only when it is a terminal.
             """)
 
-    @Argument(help: ArgumentHelp("Source databases, then the destination folder or file.", valueName: "src... dest"))
-    var paths: [String]
+    @Argument(help: ArgumentHelp("Source databases, then the destination folder or file (with --repo: only the sources).", valueName: "src... dest"))
+    var paths: [String] = []
+
+    @OptionGroup(title: "Repository") var repository: RepoOptions
+
+    @Option(help: ArgumentHelp("With --repo: tag the snapshots (repeatable).", valueName: "tag"))
+    var tag: [String] = []
+
+    @Option(help: ArgumentHelp("Back up every database a config file names, into its repository (TOML; see docs/repo.md).", valueName: "file"))
+    var config: String?
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("With --repo or --config: databases backed up at once (default: the config's jobs, else 1).", valueName: "n"))
+    var jobs: Int?
 
     @Flag(help: "Compress the backup with gzip into .db.gz (streamed, flat memory).")
     var gzip = false
@@ -112,7 +123,16 @@ struct Backup: ParsableCommand {
     }
 
     func validate() throws {
-        guard paths.count >= 2 else { throw ValidationError("Give at least one source and a destination.") }
+        if config != nil {
+            guard paths.isEmpty, !repository.isGiven else { throw ValidationError("--config names the databases and the repository: give no sources and no --repo.") }
+        } else if repository.isGiven {
+            guard !paths.isEmpty else { throw ValidationError("Give at least one source database.") }
+            if gzip || gzipLevel != nil || vacuum || force { throw ValidationError("--gzip, --vacuum and --force apply to folder and file backups, not to --repo.") }
+        } else {
+            guard paths.count >= 2 else { throw ValidationError("Give at least one source and a destination.") }
+            if !tag.isEmpty || jobs != nil { throw ValidationError("--tag and --jobs apply with --repo or --config.") }
+        }
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more.") }
         if let gzipLevel, !(1...9).contains(gzipLevel) { throw ValidationError("--gzip-level must be 1 to 9.") }
         for (name, n) in [("--keep-last", keepLast), ("--keep-hourly", keepHourly), ("--keep-daily", keepDaily),
                           ("--keep-weekly", keepWeekly), ("--keep-monthly", keepMonthly)] where n < 0 {
@@ -124,6 +144,7 @@ struct Backup: ParsableCommand {
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
+        if config != nil || repository.isGiven { return try runRepository() }
         let sources = Array(paths.dropLast())
         let destination = paths.last!
         let destinationIsFolder = DurableFolder.isFolder(destination)

@@ -27,11 +27,19 @@ struct Restore: ParsableCommand {
             anything else (nothing changed).
             """)
 
-    @Argument(help: ArgumentHelp("The backup file.", valueName: "backup"))
+    @Argument(help: ArgumentHelp("The backup file (with --repo: a snapshot id or prefix, or latest).", valueName: "backup"))
     var backup: String
 
     @Argument(help: ArgumentHelp("The database to restore into.", valueName: "target"))
     var target: String
+
+    @OptionGroup(title: "Repository") var repository: RepoOptions
+
+    @Option(help: ArgumentHelp("With --repo and latest: the newest snapshot of this database (name or path).", valueName: "name"))
+    var db: String?
+
+    @Option(help: ArgumentHelp("With --repo and latest: the newest snapshot taken at or before TIME (UTC: 2026-11-24, 2026-11-24T10:00, 2026-11-24T10:00:00Z).", valueName: "time"))
+    var at: String?
 
     @Flag(help: "Overwrite an existing TARGET.")
     var force = false
@@ -55,6 +63,10 @@ struct Restore: ParsableCommand {
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
+        if repository.isGiven { return try runRepository() }
+        if db != nil || at != nil {
+            printError("--db and --at select a snapshot: they need --repo"); throw ExitCode(64)
+        }
         var request = RestoreRequest(backup: backup, target: target)
         request.force = force
         request.keepOld = !noKeep
@@ -73,6 +85,29 @@ struct Restore: ParsableCommand {
             bar.clear()
             printError(describe(error))
             throw ExitStatus.error
+        }
+    }
+
+    func runRepository() throws {
+        let bar = ProgressBar(label: DurableFolder.baseName(of: target))
+        do {
+            let repo = try repository.open()
+            let snapshots = try repo.snapshots().snapshots
+            let snapshot = try SnapshotSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
+                                                       location: repo.location)
+            var request = RepoRestoreRequest(snapshot: snapshot, target: target)
+            request.force = force
+            request.keepOld = !noKeep
+            request.timeout = timeout
+            let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
+            bar.clear()
+            if verbose {
+                if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
+                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, SHA-256, integrity_check and logical hash match")
+            }
+        } catch {
+            bar.clear()
+            throw fail(error)
         }
     }
 }

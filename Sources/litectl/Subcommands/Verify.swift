@@ -32,7 +32,26 @@ struct Verify: ParsableCommand {
             """)
 
     @Argument(help: ArgumentHelp("Backup files, manifests or folders of backups.", valueName: "backup"))
-    var backups: [String]
+    var backups: [String] = []
+
+    @OptionGroup(title: "Repository") var repository: RepoOptions
+
+    @Flag(help: "With --repo: read back every pack and rehash every page.")
+    var readData = false
+
+    @Option(help: ArgumentHelp("With --repo: read back this share of the packs, chosen at random (0-100).", valueName: "pct"))
+    var readDataSubset: Double?
+
+    func validate() throws {
+        if repository.isGiven {
+            if !backups.isEmpty { throw ValidationError("With --repo, give no backup files.") }
+            if let p = readDataSubset, !(p > 0 && p <= 100) { throw ValidationError("--read-data-subset must be above 0 and at most 100.") }
+            if readData && readDataSubset != nil { throw ValidationError("Give --read-data or --read-data-subset, not both.") }
+        } else {
+            if backups.isEmpty { throw ValidationError("Give backup files, manifests or folders (or --repo).") }
+            if readData || readDataSubset != nil { throw ValidationError("--read-data applies with --repo.") }
+        }
+    }
 
     @Flag(help: "quick_check instead of integrity_check.")
     var quick = false
@@ -42,6 +61,7 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
+        if repository.isGiven { return try runRepository() }
         var bad = false, error = false
         for argument in backups {
             let items: [VerifyItem]
@@ -96,6 +116,41 @@ struct Verify: ParsableCommand {
             if check.sha256Matches == false { reasons.append("SHA-256 does not match the manifest") }
             if check.checkResult != "ok" { reasons.append(check.checkResult) }
             printOut("BAD \(path): \(reasons.joined(separator: "; "))")
+        }
+    }
+
+    func runRepository() throws {
+        let bar = ProgressBar(label: "reading packs")
+        do {
+            let repo = try repository.open()
+            var options = RepoVerifyOptions()
+            options.readDataPercent = readData ? 100 : (readDataSubset ?? 0)
+            let report = try RepoVerify.run(repo, options: options, progress: bar.update)
+            bar.clear()
+            if json {
+                printOut(JSON.object([
+                    ("repository", .string(repo.location)), ("ok", .bool(report.problems.isEmpty)),
+                    ("snapshots", .integer(Int64(report.snapshots))), ("packs", .integer(Int64(report.packs))),
+                    ("packs_read", .integer(Int64(report.packsRead))), ("pages_indexed", .integer(Int64(report.pagesIndexed))),
+                    ("pages_read", .integer(Int64(report.pagesRead))), ("unreferenced_packs", .integer(Int64(report.unreferencedPacks))),
+                    ("problems", .array(report.problems.map { p in
+                        .object([("object", .string(p.object)), ("message", .string(p.message)),
+                                 ("snapshots", .array(p.snapshots.sorted().map { .string($0) }))])
+                    })),
+                    ("damaged_snapshots", .array(report.damagedSnapshots.map { .string($0) })),
+                ]).compact)
+            } else {
+                for p in report.problems {
+                    let hit = p.snapshots.isEmpty ? "" : "; damages snapshot(s) \(p.snapshots.sorted().map { String($0.prefix(8)) }.joined(separator: ", "))"
+                    printOut("BAD \(repo.location)/\(p.object): \(p.message)\(hit)")
+                }
+            }
+            if !report.problems.isEmpty { throw ExitStatus.findings }
+        } catch let code as ExitCode {
+            throw code
+        } catch {
+            bar.clear()
+            throw fail(error)
         }
     }
 }

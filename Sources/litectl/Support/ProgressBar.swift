@@ -3,8 +3,8 @@
 import Foundation
 import LitectlCore
 
-final class ProgressBar {
-    let label: String
+final class ProgressBar: @unchecked Sendable {  // drawn from one thread at a time
+    var label: String
     let enabled: Bool
     private var lastPercent = -1
 

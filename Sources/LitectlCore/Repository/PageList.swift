@@ -1,0 +1,69 @@
+// A snapshot's ordered page ids, stored as their own object: either a full
+// list, or a delta (the pages that differ) on a full list. A delta always
+// refers to a full list, never to another delta, so loading one snapshot reads
+// at most two list objects, whatever the history.
+// Format (before zlib and sealing), little-endian:
+//   "LCPL" u32 version=1 | u8 kind (0 full, 1 delta) | u32 page count
+//   full:  page count × page id (32 bytes)
+//   delta: base list id (32) | u32 change count | changes: u32 page index, page id
+
+public enum PageListObject {
+    static let magic: [UInt8] = Array("LCPL".utf8)
+
+    enum Kind: Equatable {
+        case full
+        case delta(base: PageID, changes: [(index: UInt32, id: PageID)])
+        static func == (l: Kind, r: Kind) -> Bool {
+            switch (l, r) {
+            case (.full, .full): true
+            case let (.delta(a, x), .delta(b, y)): a == b && x.count == y.count && zip(x, y).allSatisfy { $0.index == $1.index && $0.id == $1.id }
+            default: false
+            }
+        }
+    }
+
+    static func encodeFull(_ ids: [PageID]) -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes.reserveCapacity(13 + ids.count * 32)
+        w.raw(magic); w.u32(1); w.u8(0); w.u32(UInt32(ids.count))
+        for id in ids { w.id(id) }
+        return Zlib.compress(w.bytes, level: 1)
+    }
+
+    static func encodeDelta(base: PageID, pageCount: Int, changes: [(index: UInt32, id: PageID)]) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(magic); w.u32(1); w.u8(1); w.u32(UInt32(pageCount))
+        w.id(base); w.u32(UInt32(changes.count))
+        for c in changes { w.u32(c.index); w.id(c.id) }
+        return Zlib.compress(w.bytes, level: 1)
+    }
+
+    /// The header and, for a full list, the ids.
+    static func decode(_ compressed: [UInt8], what: String) throws -> (pageCount: Int, kind: Kind, ids: [PageID]) {
+        let raw = try inflate(compressed, what: what)
+        var r = ByteReader(raw, what: what)
+        guard try r.raw(4) == magic else { throw r.damaged("not a page list") }
+        guard try r.u32() == 1 else { throw r.damaged("unknown page list version") }
+        let kind = try r.u8()
+        let count = Int(try r.u32())
+        switch kind {
+        case 0:
+            guard count <= (raw.count - r.offset) / 32 else { throw r.damaged("page count past the end") }
+            var ids: [PageID] = []; ids.reserveCapacity(count)
+            for _ in 0..<count { ids.append(try r.id()) }
+            return (count, .full, ids)
+        case 1:
+            let base = try r.id()
+            let n = try r.count(of: 36)
+            var changes: [(index: UInt32, id: PageID)] = []; changes.reserveCapacity(n)
+            for _ in 0..<n {
+                let index = try r.u32(), id = try r.id()
+                guard Int(index) < count else { throw r.damaged("page index out of range") }
+                changes.append((index, id))
+            }
+            return (count, .delta(base: base, changes: changes), [])
+        default:
+            throw r.damaged("unknown page list kind")
+        }
+    }
+}

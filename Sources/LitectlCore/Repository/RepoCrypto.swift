@@ -1,0 +1,221 @@
+// The repository's keys: page ids (SHA-256 of the page, or HMAC-SHA256 under
+// the repository's MAC key when it is encrypted, so stored names do not reveal
+// content), and AES-256-GCM sealing of every object but `config`.
+// The master key is random and stored in `config` wrapped by a key-encryption
+// key derived from a key file (HKDF-SHA256) or a passphrase (scrypt).
+import Crypto
+import _CryptoExtras
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A page's identity in the repository: 32 bytes, compared in byte order.
+public struct PageID: Hashable, Comparable, Sendable {
+    public var a: UInt64, b: UInt64, c: UInt64, d: UInt64
+
+    public init(a: UInt64, b: UInt64, c: UInt64, d: UInt64) { self.a = a; self.b = b; self.c = c; self.d = d }
+
+    /// From 32 bytes (big-endian words, so that order is byte order).
+    public init(bytes: UnsafeRawBufferPointer) {
+        func word(_ i: Int) -> UInt64 { UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)) }
+        self.init(a: word(0), b: word(1), c: word(2), d: word(3))
+    }
+
+    public init<D: Sequence>(digest: D) where D.Element == UInt8 {
+        let bytes = Array(digest)
+        self = bytes.withUnsafeBytes { PageID(bytes: $0) }
+    }
+
+    public init?(hex: String) {
+        guard let bytes = Hex.decode(hex), bytes.count == 32 else { return nil }
+        self.init(digest: bytes)
+    }
+
+    public static func < (l: PageID, r: PageID) -> Bool {
+        if l.a != r.a { return l.a < r.a }
+        if l.b != r.b { return l.b < r.b }
+        if l.c != r.c { return l.c < r.c }
+        return l.d < r.d
+    }
+
+    public var bytes: [UInt8] {
+        var out = [UInt8](); out.reserveCapacity(32)
+        for w in [a, b, c, d] { for s in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: w >> UInt64(s))) } }
+        return out
+    }
+
+    public var hex: String { Hex.encode(bytes) }
+}
+
+/// Lower-case hexadecimal.
+public enum Hex {
+    static let digits = Array("0123456789abcdef".utf8)
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out = [UInt8](); out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+    public static func decode(_ text: String) -> [UInt8]? {
+        let u = Array(text.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        func v(_ c: UInt8) -> UInt8? {
+            switch c { case 48...57: c - 48; case 97...102: c - 87; case 65...70: c - 55; default: nil }
+        }
+        var out = [UInt8](); out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i < u.count {
+            guard let h = v(u[i]), let l = v(u[i + 1]) else { return nil }
+            out.append(h << 4 | l); i += 2
+        }
+        return out
+    }
+}
+
+/// Where the key of an encrypted repository comes from.
+public enum RepoSecret: Sendable {
+    /// A file's bytes (at least 16; `repo init` makes 32 random bytes when the file does not exist).
+    case keyFile(String)
+    /// A passphrase, stretched with scrypt.
+    case passphrase([UInt8])
+}
+
+/// The keys of an open repository; `nil` keys for a plaintext one.
+struct RepoKeys: @unchecked Sendable {
+    let encryption: SymmetricKey?
+    let mac: SymmetricKey?
+    let location: String
+
+    static func plain(location: String) -> RepoKeys { RepoKeys(encryption: nil, mac: nil, location: location) }
+
+    init(encryption: SymmetricKey?, mac: SymmetricKey?, location: String) {
+        self.encryption = encryption; self.mac = mac; self.location = location
+    }
+
+    /// The two working keys from the master key.
+    init(master: SymmetricKey, location: String) {
+        encryption = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, info: Array("litectl repository encryption".utf8), outputByteCount: 32)
+        mac = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, info: Array("litectl repository page id".utf8), outputByteCount: 32)
+        self.location = location
+    }
+
+    var encrypted: Bool { encryption != nil }
+
+    func pageID(_ page: UnsafeRawBufferPointer) -> PageID {
+        if let mac {
+            return PageID(digest: HMAC<SHA256>.authenticationCode(for: page, using: mac))
+        }
+        return PageID(digest: SHA256.hash(data: page))
+    }
+
+    /// nonce ‖ ciphertext ‖ tag, or the bytes as they are.
+    func seal(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let encryption else { return bytes }
+        guard let combined = try AES.GCM.seal(bytes, using: encryption).combined else {
+            throw StoreError(.other, location: location, message: "cannot encrypt")
+        }
+        return Array(combined)
+    }
+
+    func open(_ bytes: [UInt8], what: String) throws -> [UInt8] {
+        guard let encryption else { return bytes }
+        do {
+            return Array(try AES.GCM.open(AES.GCM.SealedBox(combined: bytes), using: encryption))
+        } catch {
+            throw StoreError(.other, location: what, message: "cannot decrypt: the object is damaged (authentication failed)")
+        }
+    }
+}
+
+/// How `config` records the wrapped master key.
+struct KeyWrapping: Sendable, Equatable {
+    /// "keyfile" (HKDF-SHA256) or "scrypt".
+    var kdf: String
+    var salt: [UInt8]
+    var n = 0, r = 0, p = 0
+    var wrappedKey: [UInt8]
+
+    static let scryptN = 1 << 15, scryptR = 8, scryptP = 1
+
+    /// A new random master key, wrapped under `secret`.
+    static func create(secret: RepoSecret) throws -> (KeyWrapping, SymmetricKey) {
+        let master = SymmetricKey(size: .bits256)
+        var salt = [UInt8](repeating: 0, count: 32)
+        for i in salt.indices { salt[i] = UInt8.random(in: 0...255) }
+        var wrapping = KeyWrapping(kdf: "keyfile", salt: salt, wrappedKey: [])
+        if case .passphrase = secret { wrapping.kdf = "scrypt"; wrapping.n = scryptN; wrapping.r = scryptR; wrapping.p = scryptP }
+        let kek = try wrapping.keyEncryptionKey(secret)
+        let rawMaster = master.withUnsafeBytes { Array($0) }
+        wrapping.wrappedKey = Array(try AES.GCM.seal(rawMaster, using: kek).combined!)
+        return (wrapping, master)
+    }
+
+    func keyEncryptionKey(_ secret: RepoSecret) throws -> SymmetricKey {
+        switch (kdf, secret) {
+        case ("keyfile", .keyFile(let path)):
+            let bytes = try RepoKeyFile.read(path)
+            return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), salt: salt,
+                                          info: Array("litectl key file".utf8), outputByteCount: 32)
+        case ("scrypt", .passphrase(let words)):
+            return try KDF.Scrypt.deriveKey(from: words, salt: salt, outputByteCount: 32, rounds: n, blockSize: r, parallelism: p)
+        case ("keyfile", _):
+            throw StoreError(.denied, location: "", message: "the repository is encrypted with a key file: give --key-file")
+        case ("scrypt", _):
+            throw StoreError(.denied, location: "", message: "the repository is encrypted with a passphrase: give --passphrase-file or LITECTL_PASSPHRASE")
+        default:
+            throw StoreError(.other, location: "", message: "unknown key derivation \(kdf)")
+        }
+    }
+
+    /// The master key, or a clear error when `secret` is not the repository's.
+    func unwrap(_ secret: RepoSecret, location: String) throws -> SymmetricKey {
+        let kek: SymmetricKey
+        do { kek = try keyEncryptionKey(secret) } catch var error as StoreError {
+            error.location = location; throw error
+        }
+        guard let box = try? AES.GCM.SealedBox(combined: wrappedKey),
+              let raw = try? AES.GCM.open(box, using: kek) else {
+            throw StoreError(.denied, location: location, message: "wrong key: the repository's key cannot be unlocked with the given \(kdf == "scrypt" ? "passphrase" : "key file")")
+        }
+        return SymmetricKey(data: raw)
+    }
+}
+
+public enum RepoKeyFile {
+    /// Reads a key file (at least 16 bytes).
+    static func read(_ path: String) throws -> [UInt8] {
+        guard let bytes = FileBytes.read(path) else {
+            throw StoreError(.io, location: path, message: "cannot read the key file: \(String(cString: strerror(errno)))")
+        }
+        guard bytes.count >= 16 else { throw StoreError(.other, location: path, message: "a key file must hold at least 16 bytes") }
+        return bytes
+    }
+
+    /// Creates `path` with 32 random bytes, mode 0600, unless it exists. Returns true when made.
+    @discardableResult
+    public static func createIfMissing(_ path: String) throws -> Bool {
+        if DurableFolder.exists(path) { return false }
+        var key = [UInt8](repeating: 0, count: 32)
+        for i in key.indices { key[i] = UInt8.random(in: 0...255) }
+        try BackupJob.writeAtomically(key, to: path, permissions: 0o600)
+        return true
+    }
+}
+
+/// Whole small files.
+enum FileBytes {
+    static func read(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n == 0 { return out }
+            out.append(contentsOf: buffer[0..<n])
+        }
+    }
+}

@@ -1,0 +1,122 @@
+// Repository locks: each run writes `locks/<random id>` (host, pid, time,
+// exclusive or not) and then lists the others. Backups hold shared locks, so
+// several back up at once; prune holds an exclusive one. A lock whose process
+// is gone (same host) or that was not refreshed for 30 minutes is stale: it
+// is ignored, reported, and removed by `litectl unlock`.
+import Foundation
+
+public struct RepoLockInfo: Sendable {
+    public var key: String
+    public var hostname: String
+    public var pid: Int32
+    public var time: Double
+    public var exclusive: Bool
+    public var command: String
+
+    /// Why the lock is stale, or nil when it is held by a live run.
+    public var staleReason: String? {
+        if hostname == RepoLock.hostname && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH {
+            return "process \(pid) on \(hostname) is gone"
+        }
+        if Clock.wall() - time > RepoLock.staleAge { return "not refreshed for \(Int((Clock.wall() - time) / 60)) minutes" }
+        return nil
+    }
+
+    public var summary: String {
+        "\(exclusive ? "exclusive" : "shared") lock by \(command) (pid \(pid) on \(hostname), since \(Timestamp.iso8601(time)))"
+    }
+}
+
+public final class RepoLock: @unchecked Sendable {
+    static let staleAge: Double = 30 * 60
+    static let refreshAge: Double = 5 * 60
+    public static let hostname: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
+
+    let repository: Repository
+    let exclusive: Bool
+    let command: String
+    private(set) var key: String
+    private var written: Double
+    /// Stale locks of others that were ignored (for a warning).
+    public private(set) var ignoredStale: [RepoLockInfo] = []
+
+    /// Takes a lock, waiting up to `timeout` seconds for conflicting ones to go.
+    public init(_ repository: Repository, exclusive: Bool, command: String, timeout: Double) throws {
+        self.repository = repository; self.exclusive = exclusive; self.command = command
+        key = ""; written = 0
+        let deadline = Deadline(seconds: timeout)
+        while true {
+            try write()
+            let conflicts = try conflicting()
+            if conflicts.isEmpty { return }
+            release()
+            if deadline.passed {
+                throw StoreError(.other, location: repository.location,
+                                 message: "repository is locked: \(conflicts[0].summary); gave up after \(timeout) s")
+            }
+            usleep(500_000)
+        }
+    }
+
+    private func write() throws {
+        let body = JSON.object([("hostname", .string(Self.hostname)), ("pid", .integer(Int64(getpid()))),
+                                ("time_unix", .number(Clock.wall())), ("exclusive", .bool(exclusive)),
+                                ("command", .string(command))])
+        let (id, _) = try repository.putObject(prefix: "locks", Array(body.compact.utf8) + randomBytes(16))
+        key = "locks/" + id
+        written = Clock.wall()
+    }
+
+    private func randomBytes(_ n: Int) -> [UInt8] {
+        // Appended after the JSON so two identical lock bodies get different ids; ignored when read.
+        Array(" ".utf8) + (0..<n).map { _ in UInt8(ascii: "a") + UInt8.random(in: 0..<26) }
+    }
+
+    private func conflicting() throws -> [RepoLockInfo] {
+        var out: [RepoLockInfo] = []
+        ignoredStale = []
+        for lock in try Self.list(repository) where lock.key != key {
+            guard exclusive || lock.exclusive else { continue }
+            if lock.staleReason != nil { ignoredStale.append(lock); continue }
+            out.append(lock)
+        }
+        return out
+    }
+
+    /// Rewrites the lock when it is older than the refresh age (long runs call this between steps).
+    public func refresh() throws {
+        guard Clock.wall() - written > Self.refreshAge else { return }
+        let old = key
+        try write()
+        try? repository.store.delete(old)
+    }
+
+    public func release() {
+        if !key.isEmpty { try? repository.store.delete(key); key = "" }
+    }
+
+    /// Every lock in the repository (unreadable ones count as stale ones of unknown owner).
+    public static func list(_ repository: Repository) throws -> [RepoLockInfo] {
+        var out: [RepoLockInfo] = []
+        for object in try repository.store.list(prefix: "locks/") {
+            guard let bytes = try? repository.getObject(object.key) else {
+                out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
+                continue
+            }
+            let json = bytes.split(separator: UInt8(ascii: "}"), maxSplits: 1, omittingEmptySubsequences: false)[0] + [UInt8(ascii: "}")]
+            guard let o = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+                out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
+                continue
+            }
+            out.append(RepoLockInfo(key: object.key, hostname: o["hostname"] as? String ?? "?",
+                                    pid: Int32((o["pid"] as? NSNumber)?.intValue ?? 0),
+                                    time: (o["time_unix"] as? NSNumber)?.doubleValue ?? 0,
+                                    exclusive: (o["exclusive"] as? Bool) ?? true, command: o["command"] as? String ?? "?"))
+        }
+        return out
+    }
+}

@@ -1,0 +1,185 @@
+// A repository of page-deduplicated database snapshots in an object store
+// (docs/repository.md is the format's specification): opening and creating
+// one, reading its snapshots, page lists and index, and writing objects under
+// their content-derived names, sealed when the repository is encrypted.
+import Foundation
+import Crypto
+
+public final class Repository: @unchecked Sendable {
+    public static let format = "litectl-repository"
+    public static let version = 1
+    /// Packs are closed once they reach this size (the last one of a run is smaller).
+    public static let defaultPackSize = 8 << 20
+
+    public let store: ObjectStore
+    public let id: String
+    public let encrypted: Bool
+    let keys: RepoKeys
+    /// Target pack size; LITECTL_PACK_SIZE overrides it (tests make many small packs).
+    public var packSize: Int
+
+    init(store: ObjectStore, id: String, keys: RepoKeys) {
+        self.store = store; self.id = id; self.keys = keys; encrypted = keys.encrypted
+        packSize = Int(ProcessInfo.processInfo.environment["LITECTL_PACK_SIZE"] ?? "").map { max(4096, $0) } ?? Self.defaultPackSize
+    }
+
+    public var location: String { store.location }
+
+    /// Creates a repository in an empty location (a missing folder is created
+    /// by the caller). Refuses a location that holds anything.
+    public static func initialize(_ store: ObjectStore, secret: RepoSecret?) throws -> Repository {
+        let existing = try store.list(prefix: "")
+        if existing.contains(where: { $0.key == "config" }) {
+            throw StoreError(.other, location: store.location, message: "already a repository")
+        }
+        if !existing.isEmpty {
+            throw StoreError(.other, location: store.location, message: "not empty and not a repository (\(existing.count) objects, e.g. \(existing[0].key)); choose an empty location")
+        }
+        var id = [UInt8](repeating: 0, count: 16)
+        for i in id.indices { id[i] = UInt8.random(in: 0...255) }
+        var fields: [(String, JSON)] = [
+            ("format", .string(format)), ("version", .integer(Int64(version))), ("id", .string(Hex.encode(id))),
+            ("created_at", .string(Timestamp.iso8601(Clock.wall()))),
+            ("page_id", .string(secret == nil ? "sha256" : "hmac-sha256")), ("compression", .string("zlib")),
+        ]
+        let keys: RepoKeys
+        if let secret {
+            if case .keyFile(let path) = secret { try RepoKeyFile.createIfMissing(path) }
+            let (wrapping, master) = try KeyWrapping.create(secret: secret)
+            var enc: [(String, JSON)] = [("cipher", .string("aes-256-gcm")), ("kdf", .string(wrapping.kdf)),
+                                         ("salt", .string(Hex.encode(wrapping.salt)))]
+            if wrapping.kdf == "scrypt" {
+                enc += [("n", .integer(Int64(wrapping.n))), ("r", .integer(Int64(wrapping.r))), ("p", .integer(Int64(wrapping.p)))]
+            }
+            enc.append(("wrapped_key", .string(Hex.encode(wrapping.wrappedKey))))
+            fields.append(("encryption", .object(enc)))
+            keys = RepoKeys(master: master, location: store.location)
+        } else {
+            fields.append(("encryption", .null))
+            keys = .plain(location: store.location)
+        }
+        try store.put("config", Array((JSON.object(fields).pretty + "\n").utf8))
+        return Repository(store: store, id: Hex.encode(id), keys: keys)
+    }
+
+    /// Opens an existing repository; `secret` is needed when it is encrypted.
+    public static func open(_ store: ObjectStore, secret: RepoSecret?) throws -> Repository {
+        let bytes: [UInt8]
+        do { bytes = try store.get("config") } catch let error as StoreError where error.kind == .notFound {
+            throw StoreError(.notFound, location: store.location, message: "not a litectl repository (no config object; create one with `litectl repo init`)")
+        }
+        func damaged(_ what: String) -> StoreError {
+            StoreError(.other, location: store.location + "/config", message: "not a valid repository config (\(what))")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+              object["format"] as? String == format else { throw damaged("format") }
+        guard let v = object["version"] as? NSNumber, v.intValue == version else {
+            throw StoreError(.other, location: store.location, message: "repository format version \(object["version"] ?? "?") is not supported by this litectl (it reads version \(version))")
+        }
+        guard let id = object["id"] as? String else { throw damaged("id") }
+        guard let enc = object["encryption"] as? [String: Any] else {
+            return Repository(store: store, id: id, keys: .plain(location: store.location))
+        }
+        guard let kdf = enc["kdf"] as? String, let salt = (enc["salt"] as? String).flatMap(Hex.decode),
+              let wrapped = (enc["wrapped_key"] as? String).flatMap(Hex.decode) else { throw damaged("encryption") }
+        let wrapping = KeyWrapping(kdf: kdf, salt: salt, n: (enc["n"] as? NSNumber)?.intValue ?? 0,
+                                   r: (enc["r"] as? NSNumber)?.intValue ?? 0, p: (enc["p"] as? NSNumber)?.intValue ?? 0,
+                                   wrappedKey: wrapped)
+        if kdf == "scrypt", !(2...(1 << 22)).contains(wrapping.n) || !(1...64).contains(wrapping.r) || !(1...16).contains(wrapping.p) {
+            throw damaged("scrypt parameters")
+        }
+        guard let secret else {
+            throw StoreError(.denied, location: store.location, message: "the repository is encrypted: give \(kdf == "scrypt" ? "--passphrase-file or LITECTL_PASSPHRASE" : "--key-file")")
+        }
+        let master = try wrapping.unwrap(secret, location: store.location)
+        return Repository(store: store, id: id, keys: RepoKeys(master: master, location: store.location))
+    }
+
+    // MARK: Objects
+
+    func objectName(_ key: String) -> String { store.location + "/" + key }
+
+    /// Seals `plain` and stores it under `prefix/<sha256 of the stored bytes>`; returns the id.
+    func putObject(prefix: String, _ plain: [UInt8]) throws -> (id: String, bytes: Int) {
+        let sealed = try keys.seal(plain)
+        let id = Hex.encode(Array(SHA256.hash(data: sealed)))
+        try store.put(prefix + "/" + id, sealed)
+        return (id, sealed.count)
+    }
+
+    func getObject(_ key: String) throws -> [UInt8] {
+        try keys.open(try store.get(key), what: objectName(key))
+    }
+
+    static func packKey(_ pack: PageID) -> String { let h = pack.hex; return "packs/\(h.prefix(2))/\(h)" }
+
+    /// The index: every index object, merged.
+    public func loadIndex() throws -> RepoIndex {
+        var objects: [(key: String, entries: [IndexEntry])] = []
+        for object in try store.list(prefix: "index/") {
+            objects.append((object.key, try IndexObject.decode(try getObject(object.key), what: objectName(object.key))))
+        }
+        return RepoIndex(objects: objects)
+    }
+
+    /// Every snapshot, oldest first. Snapshots that cannot be read are
+    /// returned in `damaged` (key and error) rather than failing the listing.
+    public func snapshots() throws -> (snapshots: [Snapshot], damaged: [(key: String, error: String)]) {
+        var out: [Snapshot] = [], damaged: [(String, String)] = []
+        for object in try store.list(prefix: "snapshots/") {
+            let id = String(object.key.dropFirst("snapshots/".count))
+            do {
+                out.append(try Snapshot.decode(try getObject(object.key), id: id, what: objectName(object.key)))
+            } catch let error as StoreError where error.kind != .unavailable && error.kind != .denied {
+                damaged.append((object.key, error.description))
+            }
+        }
+        out.sort { $0.time < $1.time || ($0.time == $1.time && $0.id < $1.id) }
+        return (out, damaged)
+    }
+
+    /// The ordered page ids of a snapshot (reads its list and, for a delta, its base).
+    public func pageIDs(of snapshot: Snapshot) throws -> [PageID] {
+        let list = try loadList(snapshot.list)
+        guard list.count == snapshot.pageCount else {
+            throw StoreError(.other, location: objectName("lists/" + snapshot.list), message: "damaged page list: \(list.count) pages, the snapshot says \(snapshot.pageCount)")
+        }
+        return list
+    }
+
+    /// A list object resolved to its ids.
+    func loadList(_ id: String) throws -> [PageID] {
+        let key = "lists/" + id
+        let decoded = try PageListObject.decode(try getObject(key), what: objectName(key))
+        switch decoded.kind {
+        case .full:
+            return decoded.ids
+        case .delta(let base, let changes):
+            let baseKey = "lists/" + base.hex
+            let baseList = try PageListObject.decode(try getObject(baseKey), what: objectName(baseKey))
+            guard baseList.kind == .full else {
+                throw StoreError(.other, location: objectName(key), message: "damaged page list: its base is not a full list")
+            }
+            var ids = Array(baseList.ids.prefix(decoded.pageCount))
+            let zero = PageID(a: 0, b: 0, c: 0, d: 0)
+            if ids.count < decoded.pageCount { ids += [PageID](repeating: zero, count: decoded.pageCount - ids.count) }
+            var covered = baseList.ids.count
+            for change in changes { ids[Int(change.index)] = change.id; if Int(change.index) >= covered { covered = Int(change.index) } }
+            // Pages past the base's end must all be in the delta.
+            if decoded.pageCount > baseList.ids.count {
+                var seen = [Bool](repeating: false, count: decoded.pageCount - baseList.ids.count)
+                for change in changes where Int(change.index) >= baseList.ids.count { seen[Int(change.index) - baseList.ids.count] = true }
+                if seen.contains(false) { throw StoreError(.other, location: objectName(key), message: "damaged page list: pages missing past its base") }
+            }
+            return ids
+        }
+    }
+
+    /// The list objects a snapshot needs (its own and, for a delta, the base).
+    func listKeys(of snapshot: Snapshot) throws -> [String] {
+        let key = "lists/" + snapshot.list
+        let decoded = try PageListObject.decode(try getObject(key), what: objectName(key))
+        if case .delta(let base, _) = decoded.kind { return [key, "lists/" + base.hex] }
+        return [key]
+    }
+}

@@ -1,0 +1,96 @@
+// A snapshot: one database at one moment, as a small JSON object in
+// `snapshots/<id>` (sealed when the repository is encrypted) that names its
+// page list and records what a restore checks: page size and count, the
+// database's SHA-256 and its logical content hash (`litectl hash`).
+import Foundation
+
+public struct Snapshot: Sendable {
+    public static let format = "litectl-snapshot"
+
+    /// The object's id (SHA-256 of its JSON), hex; set when read or written.
+    public var id: String = ""
+    /// The database file's name, and its absolute resolved path.
+    public var database: String
+    public var path: String
+    public var hostname: String
+    public var time: Double
+    public var tags: [String]
+    public var pageSize: Int
+    public var pageCount: Int
+    /// The page list object's id (hex).
+    public var list: String
+    /// The snapshot whose page list the delta was made against (nil for the first).
+    public var parent: String?
+    /// SHA-256 of the database bytes (page 1 to the last page).
+    public var databaseSHA256: String
+    /// `litectl hash` of the database.
+    public var logicalHash: String
+    /// Header facts: text encoding, user_version, application_id, schema format, journal mode, ...
+    public var header: [(String, JSON)]
+    public var pagesNew: Int
+    /// Bytes this snapshot added to the repository (packs, index, list, snapshot).
+    public var bytesAdded: Int64
+    public var durationSeconds: Double
+    public var strategy: String
+    public var verification: String
+
+    public var shortID: String { String(id.prefix(8)) }
+
+    public var json: JSON {
+        .object([
+            ("format", .string(Self.format)), ("version", .integer(1)),
+            ("id", .string(id)),
+            ("database", .string(database)), ("path", .string(path)), ("hostname", .string(hostname)),
+            ("time", .string(Timestamp.iso8601(time))), ("time_unix", .number(time)),
+            ("tags", .array(tags.map { .string($0) })),
+            ("page_size", .integer(Int64(pageSize))), ("page_count", .integer(Int64(pageCount))),
+            ("bytes", .integer(Int64(pageSize) * Int64(pageCount))),
+            ("list", .string(list)), ("parent", .optional(parent) { .string($0) }),
+            ("database_sha256", .string(databaseSHA256)), ("logical_hash", .string(logicalHash)),
+            ("header", .object(header)),
+            ("pages_new", .integer(Int64(pagesNew))), ("bytes_added", .integer(bytesAdded)),
+            ("duration_seconds", .number((durationSeconds * 1000).rounded() / 1000)),
+            ("strategy", .string(strategy)), ("verification", .string(verification)),
+        ])
+    }
+
+    /// The stored form: the JSON without its own id.
+    func encoded() -> [UInt8] {
+        guard case .object(let fields) = json else { return [] }
+        return Array(JSON.object(fields.filter { $0.0 != "id" }).compact.utf8)
+    }
+
+    static func decode(_ bytes: [UInt8], id: String, what: String) throws -> Snapshot {
+        func damaged(_ detail: String) -> StoreError { StoreError(.other, location: what, message: "damaged snapshot: \(detail)") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+              object["format"] as? String == format else { throw damaged("not a litectl snapshot") }
+        guard (object["version"] as? NSNumber)?.intValue == 1 else { throw damaged("unknown version") }
+        func string(_ key: String) throws -> String {
+            guard let s = object[key] as? String else { throw damaged("field \(key)") }
+            return s
+        }
+        func number(_ key: String) throws -> NSNumber {
+            guard let n = object[key] as? NSNumber else { throw damaged("field \(key)") }
+            return n
+        }
+        var header: [(String, JSON)] = []
+        if let h = object["header"] as? [String: Any] {
+            for key in h.keys.sorted() {
+                if let s = h[key] as? String { header.append((key, .string(s))) }
+                else if let n = h[key] as? NSNumber { header.append((key, .integer(n.int64Value))) }
+            }
+        }
+        let snapshot = Snapshot(
+            id: id, database: try string("database"), path: try string("path"), hostname: try string("hostname"),
+            time: try number("time_unix").doubleValue, tags: object["tags"] as? [String] ?? [],
+            pageSize: try number("page_size").intValue, pageCount: try number("page_count").intValue,
+            list: try string("list"), parent: object["parent"] as? String,
+            databaseSHA256: try string("database_sha256"), logicalHash: try string("logical_hash"),
+            header: header, pagesNew: try number("pages_new").intValue, bytesAdded: try number("bytes_added").int64Value,
+            durationSeconds: try number("duration_seconds").doubleValue, strategy: try string("strategy"),
+            verification: try string("verification"))
+        guard (512...65536).contains(snapshot.pageSize), snapshot.pageSize & (snapshot.pageSize - 1) == 0,
+              snapshot.pageCount >= 0, PageID(hex: snapshot.list) != nil else { throw damaged("page size, count or list") }
+        return snapshot
+    }
+}

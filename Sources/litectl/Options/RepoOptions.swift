@@ -1,0 +1,76 @@
+// The options every repository command shares: where the repository is
+// (a folder or s3://BUCKET/PREFIX, with the S3 connection settings) and its
+// key when it is encrypted.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct RepoOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX (default: $LITECTL_REPO).", valueName: "url"))
+    var repo: String?
+
+    @Option(help: ArgumentHelp("S3-compatible server, e.g. http://127.0.0.1:9000 (path-style addressing; default: $AWS_ENDPOINT_URL or the profile's endpoint_url).", valueName: "url"))
+    var endpoint: String?
+
+    @Option(help: ArgumentHelp("S3 region (default: $AWS_REGION, the profile's region, us-east-1).", valueName: "region"))
+    var region: String?
+
+    @Option(help: ArgumentHelp("Profile of ~/.aws/credentials and ~/.aws/config (default: $AWS_PROFILE, then default).", valueName: "name"))
+    var profile: String?
+
+    @Option(help: ArgumentHelp("Key file of an encrypted repository (repo init creates it, 32 random bytes, when missing).", valueName: "path"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("File whose first line is the passphrase of an encrypted repository (or $LITECTL_PASSPHRASE).", valueName: "path"))
+    var passphraseFile: String?
+
+    var url: String? { repo ?? ProcessInfo.processInfo.environment["LITECTL_REPO"].flatMap { $0.isEmpty ? nil : $0 } }
+
+    var isGiven: Bool { url != nil }
+
+    func validate() throws {
+        if keyFile != nil && passphraseFile != nil { throw ValidationError("Give --key-file or --passphrase-file, not both.") }
+    }
+
+    /// The key, from the options or $LITECTL_PASSPHRASE.
+    func secret() throws -> RepoSecret? {
+        if let keyFile { return .keyFile(keyFile) }
+        if let passphraseFile {
+            // FileHandle, not FileManager: the file may be a pipe (<(pass show repo)).
+            guard let handle = FileHandle(forReadingAtPath: passphraseFile), let data = try? handle.readToEnd() else {
+                throw StoreError(.io, location: passphraseFile, message: "cannot read the passphrase file")
+            }
+            let line = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? Data()
+            guard !line.isEmpty else { throw StoreError(.other, location: passphraseFile, message: "the passphrase file is empty") }
+            return .passphrase(Array(line))
+        }
+        if let words = ProcessInfo.processInfo.environment["LITECTL_PASSPHRASE"], !words.isEmpty {
+            return .passphrase(Array(words.utf8))
+        }
+        return nil
+    }
+
+    /// The object store the URL names.
+    func store(url: String) throws -> ObjectStore {
+        if url.hasPrefix("s3://") {
+            return try makeS3Store(url: url, endpoint: endpoint, region: region, profile: profile)
+        }
+        if url.contains("://") {
+            throw StoreError(.other, location: url, message: "unsupported repository URL: give a folder path or s3://BUCKET/PREFIX")
+        }
+        return FolderStore(path: url)
+    }
+
+    /// Opens the repository (one error line naming it when that fails).
+    func open() throws -> Repository {
+        guard let url else { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
+        return try Repository.open(try store(url: url), secret: try secret())
+    }
+}
+
+/// Prints one error line and exits 2.
+func fail(_ error: any Error) -> ExitCode {
+    if let error = error as? ValidationError { printError(error.message); return ExitCode(64) }
+    printError(describe(error))
+    return ExitStatus.error
+}

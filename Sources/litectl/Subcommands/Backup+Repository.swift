@@ -1,0 +1,89 @@
+// `litectl backup DB... --repo URL` and `litectl backup --config FILE`:
+// snapshots into a repository, retention after them, the metrics textfile.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+extension Backup {
+    func runRepository() throws {
+        var sources = paths
+        var options = repository
+        var tags = tag
+        var keep = policy
+        var jobCount = jobs ?? 1
+        var lockTimeout = timeout
+        var verifyLevel = verify.level
+        var metricsPath = metricsFile
+        var failed = false
+        do {
+            if config != nil { throw ValidationError("MERGE-MISC") }
+            let repo = try options.open()
+            if dryRun {
+                let decision = RepoForget.decide(try repo.snapshots().snapshots, policy: keep)
+                for s in decision.remove where sources.contains(where: { BackupJob.resolvedPath($0) == s.path }) {
+                    printOut("would remove snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))")
+                }
+                return
+            }
+            var template = RepoBackupRequest(source: "")
+            template.tags = tags
+            template.verify = verifyLevel
+            template.copy.timeout = timeout
+            let bar = ProgressBar(label: "")
+            let showProgress = jobCount == 1 && isatty(STDERR_FILENO) == 1
+            let terminal = isatty(STDOUT_FILENO) == 1
+            let (results, stale) = try RepoBackupBatch.run(sources, repository: repo, template: template, jobs: jobCount,
+                                                           lockTimeout: lockTimeout, progress: { source, p in
+                guard showProgress else { return }
+                bar.label = "\(DurableFolder.baseName(of: source)) \(p.phase.rawValue)"
+                bar.update(CopyProgress(pagesCopied: p.pages, pageCount: p.pageCount))
+            })
+            bar.clear()
+            for lock in stale { printError("\(repo.location): ignoring a stale \(lock.summary) (remove it with litectl unlock)") }
+            var metrics: [BackupMetric] = []
+            for result in results {
+                if let o = result.outcome {
+                    let s = o.snapshot
+                    metrics.append(BackupMetric(source: s.path, success: true, finishedAt: s.time + s.durationSeconds,
+                                                durationSeconds: s.durationSeconds, bytes: o.bytesAdded,
+                                                verified: verifyLevel == .none ? -1 : 1))
+                    if json {
+                        printOut(JSON.object([("source", .string(result.source)), ("ok", .bool(true)), ("error", .null),
+                                              ("snapshot", s.json), ("pages_read", .integer(Int64(o.pagesRead))),
+                                              ("pages_new", .integer(Int64(o.pagesNew))), ("bytes_added", .integer(o.bytesAdded)),
+                                              ("packs_written", .integer(Int64(o.packsWritten)))]).compact)
+                    } else if verbose || terminal {
+                        printOut("\(result.source) -> snapshot \(s.shortID): \(o.pagesRead) pages read, \(o.pagesNew) new, \(human(o.bytesAdded)) added, \(String(format: "%.2f", o.seconds)) s")
+                    }
+                } else {
+                    failed = true
+                    printError(result.error ?? "\(result.source): failed")
+                    metrics.append(BackupMetric(source: BackupJob.resolvedPath(result.source), success: false, finishedAt: nil,
+                                                durationSeconds: 0, bytes: 0, verified: result.corrupt ? 0 : -1))
+                    if json {
+                        printOut(JSON.object([("source", .string(result.source)), ("ok", .bool(false)),
+                                              ("error", .string(result.error ?? "")), ("snapshot", .null)]).compact)
+                    }
+                }
+            }
+            if !keep.isEmpty {
+                // Retention for the databases of this run only, after their backups.
+                let lock = try RepoLock(repo, exclusive: false, command: "forget", timeout: lockTimeout)
+                defer { lock.release() }
+                let backedUp = Set(results.compactMap { $0.outcome?.snapshot.path })
+                let decision = RepoForget.decide(try repo.snapshots().snapshots, policy: keep)
+                let doomed = decision.remove.filter { backedUp.contains($0.path) && $0.hostname == RepoLock.hostname }
+                try RepoForget.remove(doomed, from: repo)
+                if verbose { for s in doomed { printOut("forgot snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))") } }
+            }
+            if let metricsPath {
+                do { try BackupMetrics.write(metrics, to: metricsPath) } catch { printError(describe(error)); failed = true }
+            }
+        } catch let code as ExitCode {
+            throw code
+        } catch {
+            throw fail(error)
+        }
+        if failed { throw config != nil ? ExitStatus.findings : ExitStatus.error }
+    }
+}

@@ -1,0 +1,103 @@
+// `litectl forget --repo URL --keep-*`: retention for repository snapshots.
+import ArgumentParser
+import LitectlCore
+
+struct Forget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove repository snapshots that the retention rules do not keep.",
+        discussion: """
+            The rules are the folder backup's (and restic's forget): keep the newest N \
+            snapshots, and the newest snapshot of each of the last H hours, D days, W weeks \
+            (Monday first), M months (UTC) that have one; a snapshot kept by any rule stays. \
+            They apply to each database (host and path) on its own; DB limits them to one \
+            database (name or path). Only snapshot objects are removed: the pages they alone \
+            used stay until `litectl prune` (or --prune here). --dry-run lists what would go. \
+            forget takes a shared lock (removing snapshots never harms a backup or a \
+            prune running beside it); with --prune, an exclusive one.
+            """)
+
+    @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))
+    var database: String?
+
+    @OptionGroup var options: RepoOptions
+    @OptionGroup var keep: KeepOptions
+
+    @Flag(help: "Change nothing; list the snapshots that would be removed.")
+    var dryRun = false
+
+    @Flag(help: "Run prune afterwards.")
+    var prune = false
+
+    @Flag(name: .shortAndLong, help: "List what was removed on stdout.")
+    var verbose = false
+
+    @Flag(help: "One JSON object on stdout: kept and removed snapshot ids.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for another run's exclusive lock.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    func validate() throws {
+        try keep.check()
+        if keep.policy.isEmpty { throw ValidationError("Give at least one --keep-* option.") }
+    }
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        do {
+            let repository = try options.open()
+            let lock = dryRun ? nil : try RepoLock(repository, exclusive: prune, command: "forget", timeout: timeout)
+            defer { lock?.release() }
+            let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy, database: database)
+            if !dryRun { try RepoForget.remove(decision.remove, from: repository) }
+            var pruneReport: PruneReport?
+            if prune { pruneReport = try RepoPrune.run(repository, dryRun: dryRun, lock: lock) }
+            if json {
+                var fields: [(String, JSON)] = [("dry_run", .bool(dryRun)),
+                                                ("kept", .array(decision.keep.map { .string($0.id) })),
+                                                ("removed", .array(decision.remove.map { .string($0.id) }))]
+                if let pruneReport { fields.append(("prune", pruneJSON(pruneReport))) }
+                printOut(JSON.object(fields).compact)
+            } else if verbose || dryRun {
+                for s in decision.remove {
+                    printOut("\(dryRun ? "would remove" : "removed") snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))")
+                }
+                if let pruneReport { printOut(pruneSummary(pruneReport, dryRun: dryRun)) }
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// The --keep-* options shared by forget and backup.
+struct KeepOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Keep the newest N snapshots of each database.", valueName: "n")) var keepLast = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N hours.", valueName: "n")) var keepHourly = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N days.", valueName: "n")) var keepDaily = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N weeks.", valueName: "n")) var keepWeekly = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N months.", valueName: "n")) var keepMonthly = 0
+
+    var policy: RetentionPolicy {
+        RetentionPolicy(last: keepLast, hourly: keepHourly, daily: keepDaily, weekly: keepWeekly, monthly: keepMonthly)
+    }
+
+    func check() throws {
+        for (name, n) in [("--keep-last", keepLast), ("--keep-hourly", keepHourly), ("--keep-daily", keepDaily),
+                          ("--keep-weekly", keepWeekly), ("--keep-monthly", keepMonthly)] where n < 0 {
+            throw ValidationError("\(name) must be 0 or more.")
+        }
+    }
+}
+
+func pruneJSON(_ r: PruneReport) -> JSON {
+    .object([("packs_deleted", .integer(Int64(r.packsDeleted))), ("packs_rewritten", .integer(Int64(r.packsRewritten))),
+             ("packs_kept", .integer(Int64(r.packsKept))), ("bytes_freed", .integer(r.bytesFreed)),
+             ("bytes_repacked", .integer(r.bytesRepacked)), ("pages_live", .integer(Int64(r.pagesLive))),
+             ("pages_removed", .integer(Int64(r.pagesRemoved))), ("lists_deleted", .integer(Int64(r.listsDeleted))),
+             ("index_objects_replaced", .integer(Int64(r.indexObjectsReplaced)))])
+}
+
+func pruneSummary(_ r: PruneReport, dryRun: Bool) -> String {
+    "\(dryRun ? "would free" : "freed") \(human(r.bytesFreed)): \(r.packsDeleted) pack(s) deleted, \(r.packsRewritten) rewritten (\(human(r.bytesRepacked)) of live pages moved), \(r.packsKept) kept; \(r.pagesRemoved) page(s) and \(r.listsDeleted) page list(s) no snapshot needs"
+}

@@ -1,0 +1,45 @@
+// `litectl prune --repo URL`: reclaim the space of pages no snapshot needs.
+import ArgumentParser
+import LitectlCore
+
+struct Prune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove pages and objects that no snapshot of a repository needs.",
+        discussion: """
+            Under an exclusive lock (backups wait for it, up to their --timeout): packs no \
+            snapshot needs are deleted; packs whose live pages are under half their size \
+            are rewritten with only those pages; the index is rewritten; page lists no \
+            snapshot needs and packs left by killed runs are deleted. The order (new packs, \
+            new index, old index, old packs) keeps the repository whole if prune is killed \
+            at any moment. --dry-run reports what would be freed.
+            """)
+
+    @OptionGroup var options: RepoOptions
+
+    @Flag(help: "Change nothing; report what would be freed.")
+    var dryRun = false
+
+    @Flag(name: .shortAndLong, help: "Print a summary on stdout.")
+    var verbose = false
+
+    @Flag(help: "One JSON object on stdout.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for other runs' locks.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        do {
+            let repository = try options.open()
+            let lock = try RepoLock(repository, exclusive: true, command: "prune", timeout: timeout)
+            defer { lock.release() }
+            for stale in lock.ignoredStale { printError("\(repository.location): ignoring a stale \(stale.summary) (remove it with litectl unlock)") }
+            let report = try RepoPrune.run(repository, dryRun: dryRun, lock: lock)
+            if json { printOut(pruneJSON(report).compact) }
+            else if verbose || dryRun { printOut(pruneSummary(report, dryRun: dryRun)) }
+        } catch {
+            throw fail(error)
+        }
+    }
+}

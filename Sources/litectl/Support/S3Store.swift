@@ -1,0 +1,7 @@
+// The one place the executable builds an S3 store (LitectlS3).
+import LitectlCore
+import LitectlS3
+
+func makeS3Store(url: String, endpoint: String?, region: String?, profile: String?) throws -> ObjectStore {
+    throw StoreError(.other, location: url, message: "S3 not wired yet")
+}
