@@ -1,0 +1,205 @@
+// The repository format against the real thing: snapshots made of random
+// databases through many changes, forget and prune, then every snapshot left
+// restored and compared with the database it was taken from (litectl hash
+// and the sqlite3 CLI's integrity_check as the oracles); damaged objects are
+// errors, never crashes; a wrong key is refused.
+import XCTest
+@testable import LitectlCore
+import TestSupport
+
+final class RepositoryTests: XCTestCase {
+    func makeRepo(_ folder: TemporaryFolder, secret: RepoSecret? = nil) throws -> Repository {
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        return try Repository.initialize(store, secret: secret)
+    }
+
+    func backup(_ db: String, _ repository: Repository) throws -> RepoBackupOutcome {
+        let index = SharedIndex(try repository.loadIndex())
+        var request = RepoBackupRequest(source: db)
+        request.temporaryFolder = DurableFolder.parent(of: db)
+        return try RepoBackup.run(request, repository: repository, index: index,
+                                  snapshots: try repository.snapshots().snapshots, lock: nil)
+    }
+
+    func restore(_ snapshot: Snapshot, _ repository: Repository, to target: String) throws {
+        _ = try RepoRestore.run(RepoRestoreRequest(snapshot: snapshot, target: target), repository: repository)
+    }
+
+    /// Many snapshots of a changing database (updates in place, inserts, deletes,
+    /// a VACUUM, growth and shrinkage), small packs, forget and prune between
+    /// them: every snapshot kept restores to exactly what was backed up.
+    func testSnapshotsThroughChangesForgetAndPruneRestoreExactly() throws {
+        let folder = try TemporaryFolder("repo")
+        setenv("LITECTL_PACK_SIZE", "65536", 1)
+        defer { unsetenv("LITECTL_PACK_SIZE") }
+        let repository = try makeRepo(folder)
+        XCTAssertEqual(repository.packSize, 65536)
+        let db = folder.file("app.db")
+        try makeDatabase(db, """
+            PRAGMA page_size=1024;
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, r REAL, b BLOB);
+            CREATE INDEX t_v ON t(v);
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)
+            INSERT INTO t SELECT x, hex(randomblob(20)), x*0.5, randomblob(x%200) FROM c;
+            """)
+        var rng = SplitMix64(seed: 42)
+        var expected: [String: String] = [:]   // snapshot id -> litectl hash of the source then
+        for step in 0..<12 {
+            let sql: String
+            switch step % 4 {
+            case 0: sql = "UPDATE t SET v = hex(randomblob(20)) WHERE id % \(Int.random(in: 50...200, using: &rng)) = 0;"
+            case 1: sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<\(Int.random(in: 100...800, using: &rng))) INSERT INTO t(v, r, b) SELECT hex(randomblob(30)), random(), randomblob(500) FROM c;"
+            case 2: sql = "DELETE FROM t WHERE id % \(Int.random(in: 3...9, using: &rng)) = 1;"
+            default: sql = "VACUUM;"
+            }
+            if step > 0 { _ = try sqlite3([db, sql]) }
+            let outcome = try backup(db, repository)
+            expected[outcome.snapshot.id] = try ContentHasher.hash(path: db).digest
+            XCTAssertEqual(outcome.snapshot.logicalHash, expected[outcome.snapshot.id])
+            if step > 0 && step % 4 != 3 {
+                XCTAssertLessThan(outcome.pagesNew, outcome.pagesRead, "an incremental step stores only changed pages")
+            }
+            if step == 5 {
+                let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: RetentionPolicy(last: 2))
+                XCTAssertEqual(decision.remove.count, 4)
+                try RepoForget.remove(decision.remove, from: repository)
+                for s in decision.remove { expected[s.id] = nil }
+                let report = try RepoPrune.run(repository, dryRun: false, lock: nil)
+                XCTAssertGreaterThan(report.packsDeleted + report.packsRewritten, 0, "forgotten snapshots free packs")
+            }
+        }
+        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        XCTAssertTrue(report.problems.isEmpty, "\(report.problems.map(\.message))")
+        let snapshots = try repository.snapshots().snapshots
+        XCTAssertEqual(Set(snapshots.map(\.id)), Set(expected.keys))
+        XCTAssertTrue(snapshots.contains { $0.parent != nil }, "later snapshots are deltas on a parent")
+        for (n, snapshot) in snapshots.enumerated() {
+            let target = folder.file("restored-\(n).db")
+            try restore(snapshot, repository, to: target)
+            XCTAssertEqual(try ContentHasher.hash(path: target).digest, expected[snapshot.id])
+            XCTAssertEqual(try FileStreams.digest(of: target).sha256, snapshot.databaseSHA256, "the file comes back byte for byte")
+            XCTAssertEqual(try sqlite3Scalar(target, "PRAGMA integrity_check"), "ok")
+        }
+    }
+
+    func testIdenticalBackupStoresNoPagesAndListIsADelta() throws {
+        let folder = try TemporaryFolder("repo")
+        let repository = try makeRepo(folder)
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<5000) INSERT INTO t SELECT randomblob(100) FROM c;")
+        let first = try backup(db, repository)
+        XCTAssertEqual(first.pagesNew, Set(try repository.pageIDs(of: first.snapshot)).count, "each distinct page stored once")
+        let second = try backup(db, repository)
+        XCTAssertEqual(second.pagesNew, 0)
+        XCTAssertEqual(second.packsWritten, 0)
+        XCTAssertEqual(second.snapshot.parent, first.snapshot.id)
+        XCTAssertLessThan(second.bytesAdded, 4096, "an unchanged database adds a small delta list and a snapshot")
+        XCTAssertEqual(try repository.pageIDs(of: second.snapshot), try repository.pageIDs(of: first.snapshot))
+    }
+
+    func testEncryptedRepositoryHidesContentAndRefusesAWrongKey() throws {
+        let folder = try TemporaryFolder("repo")
+        let keyPath = folder.file("repo.key")
+        let repository = try makeRepo(folder, secret: .keyFile(keyPath))
+        XCTAssertTrue(repository.encrypted)
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE secret(x); INSERT INTO secret VALUES ('plain text that must not show');")
+        let outcome = try backup(db, repository)
+        // No stored object shows the table's text or name.
+        let store = FolderStore(path: folder.file("repo"))
+        for object in try store.list(prefix: "") where object.key != "config" {
+            let bytes = try store.get(object.key)
+            XCTAssertNil(String(decoding: bytes, as: UTF8.self).range(of: "plain text"), object.key)
+            XCTAssertNil(String(decoding: bytes, as: UTF8.self).range(of: "litectl-snapshot"), object.key)
+        }
+        // The page ids are keyed: a plain SHA-256 of the page is not one of them.
+        let ids = try repository.pageIDs(of: outcome.snapshot)
+        XCTAssertEqual(ids.count, outcome.snapshot.pageCount)
+        // A wrong key file and a missing key are clear errors.
+        let wrong = folder.file("wrong.key")
+        try RepoKeyFile.createIfMissing(wrong)
+        XCTAssertThrowsError(try Repository.open(store, secret: .keyFile(wrong))) { error in
+            XCTAssertTrue("\(error)".contains("wrong key"), "\(error)")
+        }
+        XCTAssertThrowsError(try Repository.open(store, secret: nil)) { error in
+            XCTAssertTrue("\(error)".contains("encrypted"), "\(error)")
+        }
+        let reopened = try Repository.open(store, secret: .keyFile(keyPath))
+        try restore(try reopened.snapshots().snapshots[0], reopened, to: folder.file("back.db"))
+        XCTAssertEqual(try sqlite3Scalar(folder.file("back.db"), "SELECT x FROM secret"), "plain text that must not show")
+    }
+
+    /// Damaged or hostile objects are errors naming the object, never a crash:
+    /// random bytes, truncations and bit flips of every binary object.
+    func testDamagedObjectsAreErrorsNotCrashes() throws {
+        let folder = try TemporaryFolder("repo")
+        let repository = try makeRepo(folder)
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<2000) INSERT INTO t SELECT randomblob(50) FROM c;")
+        _ = try backup(db, repository)
+        _ = try sqlite3([db, "UPDATE t SET x = randomblob(50) WHERE rowid % 97 = 0"])
+        _ = try backup(db, repository)
+        let store = FolderStore(path: folder.file("repo"))
+        var rng = SplitMix64(seed: 7)
+        for object in try store.list(prefix: "") where object.key.hasPrefix("index/") || object.key.hasPrefix("lists/") || object.key.hasPrefix("snapshots/") {
+            let original = try store.get(object.key)
+            for trial in 0..<40 {
+                var bytes = original
+                switch trial % 4 {
+                case 0: bytes = Array(bytes.prefix(Int.random(in: 0..<max(1, bytes.count), using: &rng)))
+                case 1: bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                case 2: bytes = (0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                default: bytes += (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                }
+                try store.put(object.key, bytes)
+                // Either it still reads (a harmless change) or it is a StoreError; nothing else.
+                do {
+                    let snapshots = try repository.snapshots().snapshots
+                    _ = try repository.loadIndex()
+                    for s in snapshots { _ = try? repository.pageIDs(of: s) }
+                    _ = try RepoVerify.run(repository)
+                } catch is StoreError {
+                }
+            }
+            try store.put(object.key, original)
+        }
+        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        XCTAssertTrue(report.problems.isEmpty)
+    }
+
+    func testInitRefusesANonEmptyLocationAndAnExistingRepository() throws {
+        let folder = try TemporaryFolder("repo")
+        _ = try makeRepo(folder)
+        XCTAssertThrowsError(try Repository.initialize(FolderStore(path: folder.file("repo")), secret: nil)) {
+            XCTAssertTrue("\($0)".contains("already a repository"), "\($0)")
+        }
+        let other = FolderStore(path: folder.file("other"))
+        try other.createRoot()
+        try other.put("notes.txt", Array("hello".utf8))
+        XCTAssertThrowsError(try Repository.initialize(other, secret: nil)) {
+            XCTAssertTrue("\($0)".contains("not empty"), "\($0)")
+        }
+        XCTAssertThrowsError(try Repository.open(other, secret: nil)) {
+            XCTAssertTrue("\($0)".contains("not a litectl repository"), "\($0)")
+        }
+    }
+
+    func testSnapshotSelection() throws {
+        func snap(_ id: String, _ db: String, _ t: Double) -> Snapshot {
+            Snapshot(id: id, database: db, path: "/x/" + db, hostname: "h", time: t, tags: [], pageSize: 4096, pageCount: 1,
+                     list: String(repeating: "0", count: 64), parent: nil, databaseSHA256: "", logicalHash: "", header: [],
+                     pagesNew: 0, bytesAdded: 0, durationSeconds: 0, strategy: "", verification: "")
+        }
+        let all = [snap("aa11", "a.db", 100), snap("aa22", "a.db", 200), snap("bb33", "b.db", 300)]
+        XCTAssertEqual(try SnapshotSelector.select("latest", from: all, database: "a.db", at: nil, location: "r").id, "aa22")
+        XCTAssertEqual(try SnapshotSelector.select("latest", from: all, database: "a.db", at: 150, location: "r").id, "aa11")
+        XCTAssertEqual(try SnapshotSelector.select("bb", from: all, database: nil, at: nil, location: "r").id, "bb33")
+        XCTAssertThrowsError(try SnapshotSelector.select("aa", from: all, database: nil, at: nil, location: "r"))
+        XCTAssertThrowsError(try SnapshotSelector.select("latest", from: all, database: nil, at: nil, location: "r"))
+        XCTAssertThrowsError(try SnapshotSelector.select("latest", from: all, database: "a.db", at: 50, location: "r"))
+        XCTAssertEqual(try SnapshotSelector.parseTime("1970-01-01T00:01:40Z"), 100.999, accuracy: 0.001)
+        XCTAssertEqual(try SnapshotSelector.parseTime("1970-01-02"), 86_400 + 86_399.999, accuracy: 0.001)
+        XCTAssertThrowsError(try SnapshotSelector.parseTime("yesterday"))
+    }
+}
