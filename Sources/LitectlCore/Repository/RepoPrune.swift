@@ -139,8 +139,12 @@ public enum RepoPrune {
             // 3. The old index objects.
             for key in index.objectKeys where !written.contains(key) { try repository.store.delete(key) }
         }
-        // 4. Old packs, and lists no snapshot needs.
-        for pack in deletePacks + rewritePacks { try repository.store.delete(Repository.packKey(pack)) }
+        // 4. Old packs, and lists no snapshot needs. A pack this run wrote is
+        // never deleted: rewriting the same live pages (after a prune killed
+        // midway wrote them once already) makes a pack of the same name as one
+        // that looked dead because the index also listed its pages elsewhere.
+        let fresh = Set(newEntries.map(\.location.pack))
+        for pack in deletePacks + rewritePacks where !fresh.contains(pack) { try repository.store.delete(Repository.packKey(pack)) }
         for key in deadLists { try repository.store.delete(key) }
         return report
     }

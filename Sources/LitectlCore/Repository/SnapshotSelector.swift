@@ -38,16 +38,21 @@ public enum SnapshotSelector {
         t = t.replacingOccurrences(of: " ", with: "T")
         let parts = t.split(separator: "T", omittingEmptySubsequences: false)
         let date = parts[0].split(separator: "-").compactMap { Int($0) }
-        let clock = parts.count > 1 ? parts[1].split(separator: ":").compactMap { Int($0) } : []
+        let clockParts = parts.count > 1 ? parts[1].split(separator: ":", omittingEmptySubsequences: false) : []
+        // Seconds may carry a fraction (2026-11-24T10:00:00.123Z, as `snapshots` prints).
+        let fraction = clockParts.count == 3 ? Double("0" + (clockParts[2].drop { $0 != "." })) : 0
+        let clock = clockParts.enumerated().compactMap { i, part in Int(i == 2 ? part.prefix { $0 != "." } : part) }
         guard parts.count <= 2, date.count == 3, (1...12).contains(date[1]), (1...31).contains(date[2]),
-              parts.count == 1 || (2...3).contains(clock.count), clock.allSatisfy({ $0 >= 0 && $0 < 60 }), clock.first.map({ $0 < 24 }) ?? true else {
+              parts.count == 1 || (2...3).contains(clock.count), clock.count == clockParts.count, let fraction, clock.allSatisfy({ $0 >= 0 && $0 < 60 }), clock.first.map({ $0 < 24 }) ?? true else {
             throw ValidationErrorText("--at \(text): not a UTC time like 2026-11-24T10:00:00Z")
         }
         var tm = tm()
         tm.tm_year = Int32(date[0] - 1900); tm.tm_mon = Int32(date[1] - 1); tm.tm_mday = Int32(date[2])
         if clock.isEmpty { tm.tm_hour = 23; tm.tm_min = 59; tm.tm_sec = 59 }
         else { tm.tm_hour = Int32(clock[0]); tm.tm_min = Int32(clock[1]); tm.tm_sec = Int32(clock.count > 2 ? clock[2] : 0) }
-        return Double(timegm(&tm)) + (clock.isEmpty ? 0.999 : (clock.count > 2 ? 0.999 : 59.999))
+        // The end of the unit given: a date means its last millisecond, a minute its last second.
+        let end = clock.isEmpty ? 0.999 : (clock.count > 2 ? (fraction > 0 ? fraction + 0.000999 : 0.999) : 59.999)
+        return Double(timegm(&tm)) + end
     }
 }
 

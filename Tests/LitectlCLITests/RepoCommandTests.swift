@@ -1,0 +1,392 @@
+// The repository commands through the built binary, against a folder
+// repository and a real S3 API server on loopback (moto), judged by
+// independent tools: `litectl hash` against the source database, the sqlite3
+// CLI's integrity_check and an invariant a concurrent writer keeps, the AWS CLI
+// reading what litectl wrote; and SIGKILL at random moments of backup and prune.
+import Foundation
+import Testing
+import LitectlCore
+import TestSupport
+
+/// Where a test's repository lives.
+enum RepoPlace: String, CaseIterable, CustomStringConvertible, Sendable {
+    case folder, s3
+    var description: String { rawValue }
+}
+
+/// One test's repository: its URL and the options every command needs.
+struct TestRepo {
+    let url: String
+    let options: [String]
+
+    /// A new, empty repository location (a fresh bucket on S3); nil when S3 is not available here.
+    static func make(_ place: RepoPlace, in folder: TemporaryFolder, name: String = "repo") throws -> TestRepo? {
+        switch place {
+        case .folder:
+            return TestRepo(url: folder.file(name), options: [])
+        case .s3:
+            guard let server = MotoServer.shared else { return nil }
+            let bucket = try server.makeBucket()
+            return TestRepo(url: "s3://\(bucket)/\(name)", options: ["--endpoint", server.endpoint])
+        }
+    }
+
+    func run(_ arguments: [String], env: [String: String] = [:]) throws -> ProcessResult {
+        try runLitectl(arguments + ["--repo", url] + options, env: env)
+    }
+}
+
+/// Runs litectl with S3 test credentials (moto accepts any) in its environment.
+func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> ProcessResult {
+    var all = ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"]
+    all.merge(env) { $1 }
+    return try runProcess("/usr/bin/env", all.map { "\($0)=\($1)" } + [litectlBinary] + arguments)
+}
+
+@Suite(.serialized) struct RepoCommandTests {
+    func makeApp(_ path: String, rows: Int = 20_000) throws {
+        try makeDatabase(path, """
+            PRAGMA journal_mode=wal;
+            CREATE TABLE item(id INTEGER PRIMARY KEY, name TEXT, price REAL, data BLOB);
+            CREATE INDEX item_name ON item(name);
+            WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<\(rows))
+            INSERT INTO item SELECT i, 'item-' || i, i * 0.25, randomblob(i % 300) FROM r;
+            """)
+    }
+
+    func hash(_ db: String) throws -> String {
+        let r = try litectl("hash", db)
+        #expect(r.status == 0, "\(r.stderr)")
+        return String(r.stdout.split(separator: " ").first ?? "")
+    }
+
+    func snapshotsJSON(_ repo: TestRepo, _ extra: [String] = []) throws -> [[String: Any]] {
+        let r = try repo.run(["snapshots", "--json"] + extra)
+        #expect(r.status == 0, "\(r.stderr)")
+        return r.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    @Test(arguments: RepoPlace.allCases)
+    func backupListRestoreVerifyForgetPrune(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        let app = folder.file("app.db"), jobs = folder.file("jobs.sqlite")
+        try makeApp(app)
+        try makeDatabase(jobs, "CREATE TABLE job(id INTEGER PRIMARY KEY, state TEXT); INSERT INTO job(state) VALUES ('new'), ('done'), (NULL);")
+
+        var r = try runLitectl(["repo", "init", repo.url] + repo.options)
+        #expect(r.status == 0 && r.stdout.isEmpty && r.stderr.isEmpty, "\(r.stderr)")
+        r = try runLitectl(["repo", "init", repo.url] + repo.options)
+        #expect(r.status == 2 && r.stderr.contains("already a repository"))
+
+        // Silent on success (stdout is not a terminal here), one snapshot per database.
+        r = try repo.run(["backup", app, jobs, "--tag", "first"])
+        #expect(r.status == 0 && r.stdout.isEmpty && r.stderr.isEmpty, "\(r.stdout) \(r.stderr)")
+        let appHash1 = try hash(app)
+        _ = try sqlite3([app, "UPDATE item SET price = price + 1 WHERE id % 500 = 0; DELETE FROM item WHERE id % 777 = 0;"])
+        let appHash2 = try hash(app)
+        r = try repo.run(["backup", app, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let pagesRead = report["pages_read"] as? Int ?? 0, pagesNew = report["pages_new"] as? Int ?? -1
+        #expect(pagesNew > 0 && pagesNew < pagesRead / 4, "an incremental backup stores only changed pages: \(pagesNew) of \(pagesRead)")
+
+        let all = try snapshotsJSON(repo)
+        #expect(all.count == 3)
+        #expect(try snapshotsJSON(repo, ["app.db"]).count == 2)
+        #expect(try snapshotsJSON(repo, ["--tag", "first"]).count == 2)
+        let text = try repo.run(["snapshots"])
+        #expect(text.stdout.hasPrefix("ID") && text.stdout.contains("jobs.sqlite") && text.stdout.contains("first"))
+
+        // Restore: latest of a database, by id prefix, and --at; each equals the source as it was.
+        r = try repo.run(["restore", "latest", "--db", "app.db", folder.file("latest.db")])
+        #expect(r.status == 0 && r.stdout.isEmpty, "\(r.stderr)")
+        #expect(try hash(folder.file("latest.db")) == appHash2)
+        #expect(try sqlite3Scalar(folder.file("latest.db"), "PRAGMA integrity_check") == "ok")
+        let firstApp = try #require(all.first { $0["database"] as? String == "app.db" })
+        let firstID = try #require(firstApp["id"] as? String)
+        r = try repo.run(["restore", String(firstID.prefix(10)), folder.file("first.db")])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try hash(folder.file("first.db")) == appHash1)
+        #expect(try hash(folder.file("first.db")) == firstApp["logical_hash"] as? String)
+        r = try repo.run(["restore", "latest", "--db", "app.db", "--at", firstApp["time"] as! String, folder.file("at.db")])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try hash(folder.file("at.db")) == appHash1)
+        // latest is ambiguous across databases; an existing target needs --force and keeps the old content.
+        r = try repo.run(["restore", "latest", folder.file("x.db")])
+        #expect(r.status == 2 && r.stderr.contains("--db"))
+        r = try repo.run(["restore", "latest", "--db", "jobs.sqlite", folder.file("latest.db")])
+        #expect(r.status == 2 && r.stderr.contains("already exists"))
+        r = try repo.run(["restore", "latest", "--db", "jobs.sqlite", "--force", "-v", folder.file("latest.db")])
+        #expect(r.status == 0 && r.stdout.contains("kept the old content"), "\(r.stderr)")
+        #expect(try sqlite3Scalar(folder.file("latest.db"), "SELECT count(*) FROM job") == "3")
+        #expect(try folder.listing().contains { $0.hasPrefix("latest.db.before-restore-") })
+
+        r = try repo.run(["verify", "--read-data"])
+        #expect(r.status == 0 && r.stdout.isEmpty, "\(r.stdout) \(r.stderr)")
+
+        // Retention: keep the newest snapshot of each database, then prune.
+        r = try repo.run(["forget", "--keep-last", "1", "--dry-run"])
+        #expect(r.status == 0 && r.stdout.contains("would remove snapshot \(firstID.prefix(8))"))
+        #expect(try snapshotsJSON(repo).count == 3)
+        r = try repo.run(["forget", "--keep-last", "1", "--prune", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try snapshotsJSON(repo).count == 2)
+        r = try repo.run(["verify", "--read-data", "--json"])
+        #expect(r.status == 0 && r.stdout.contains("\"ok\":true"), "\(r.stdout) \(r.stderr)")
+        r = try repo.run(["restore", "latest", "--db", "app.db", folder.file("after-prune.db")])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try hash(folder.file("after-prune.db")) == appHash2)
+    }
+
+    @Test(arguments: RepoPlace.allCases)
+    func aCorruptPackIsNamedWithTheSnapshotsItDamages(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 5000)
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        #expect(try repo.run(["backup", app]).status == 0)
+        let snapshot = try #require(try snapshotsJSON(repo).first?["id"] as? String)
+        // Flip bytes in the middle of a pack, in place (same size).
+        let pack = try #require(try RepoObjects(repo).keys(prefix: "packs/").first)
+        var bytes = try RepoObjects(repo).get(pack)
+        for i in stride(from: bytes.count / 3, to: bytes.count / 3 + 64, by: 1) { bytes[i] ^= 0x5a }
+        try RepoObjects(repo).put(pack, bytes)
+        var r = try repo.run(["verify"])
+        #expect(r.status == 0, "without --read-data only presence and sizes are checked: \(r.stdout)")
+        r = try repo.run(["verify", "--read-data"])
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        #expect(r.stdout.contains(String(pack.split(separator: "/").last!)) && r.stdout.contains(String(snapshot.prefix(8))), "\(r.stdout)")
+        r = try repo.run(["restore", "latest", "--db", "app.db", folder.file("out.db")])
+        #expect(r.status == 2 && r.stderr.contains("damaged"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.file("out.db")))
+        #expect(try folder.listing().allSatisfy { !$0.contains(".tmp-") }, "no temporary file left")
+    }
+
+    @Test func encryptedRepositoryNeedsItsKey() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        let repo = try #require(try TestRepo.make(.folder, in: folder))
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 2000)
+        let key = folder.file("repo.key")
+        var r = try runLitectl(["repo", "init", repo.url, "--key-file", key])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int == 0o600)
+        r = try repo.run(["backup", app, "--key-file", key])
+        #expect(r.status == 0, "\(r.stderr)")
+        r = try repo.run(["snapshots"])
+        #expect(r.status == 2 && r.stderr.contains("encrypted") && r.stderr.split(separator: "\n").count == 1)
+        try Data((0..<32).map { UInt8($0) }).write(to: URL(fileURLWithPath: folder.file("wrong.key")))
+        r = try repo.run(["snapshots", "--key-file", folder.file("wrong.key")])
+        #expect(r.status == 2 && r.stderr.contains("wrong key"))
+        r = try repo.run(["restore", "latest", "--key-file", key, folder.file("out.db")])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try hash(folder.file("out.db")) == (try hash(app)))
+        // Passphrase repositories: LITECTL_PASSPHRASE.
+        let repo2 = TestRepo(url: folder.file("repo2"), options: [])
+        r = try runLitectl(["repo", "init", repo2.url], env: ["LITECTL_PASSPHRASE": "correct horse"])
+        #expect(r.status == 0, "\(r.stderr)")
+        r = try repo2.run(["backup", app], env: ["LITECTL_PASSPHRASE": "correct horse"])
+        #expect(r.status == 0, "\(r.stderr)")
+        r = try repo2.run(["snapshots"], env: ["LITECTL_PASSPHRASE": "wrong horse"])
+        #expect(r.status == 2 && r.stderr.contains("wrong key"))
+    }
+
+    /// Restore of a snapshot taken while a writer commits every few ms: the
+    /// accounts still total 1,000,000 and integrity_check passes.
+    @Test(arguments: RepoPlace.allCases)
+    func snapshotUnderAWriterIsConsistent(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        let bank = folder.file("bank.db")
+        try makeDatabase(bank, """
+            PRAGMA journal_mode=wal;
+            CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER NOT NULL);
+            WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<1000) INSERT INTO acct SELECT i, 1000 FROM r;
+            CREATE TABLE log(x BLOB);
+            WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<20000) INSERT INTO log SELECT randomblob(300) FROM r;
+            """)
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        let script = folder.file("writer.py"), stop = folder.file("stop")
+        try """
+            import sqlite3, sys, random, os, time
+            c = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
+            rnd = random.Random(7)
+            while not os.path.exists(sys.argv[2]):
+                a, b, amt = rnd.randrange(1, 1001), rnd.randrange(1, 1001), rnd.randrange(1, 100)
+                c.execute("BEGIN IMMEDIATE")
+                c.execute("UPDATE acct SET bal = bal - ? WHERE id = ?", (amt, a))
+                c.execute("UPDATE acct SET bal = bal + ? WHERE id = ?", (amt, b))
+                c.execute("INSERT INTO log(x) VALUES (randomblob(200))")
+                c.execute("COMMIT")
+                time.sleep(0.003)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        writer.arguments = [script, bank, stop]
+        try writer.run()
+        defer { FileManager.default.createFile(atPath: stop, contents: nil); writer.waitUntilExit() }
+        Thread.sleep(forTimeInterval: 0.3)
+        for _ in 0..<3 {
+            let r = try repo.run(["backup", bank])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        FileManager.default.createFile(atPath: stop, contents: nil)
+        writer.waitUntilExit()
+        for (n, snapshot) in try snapshotsJSON(repo).enumerated() {
+            let out = folder.file("bank-\(n).db")
+            let r = try repo.run(["restore", snapshot["id"] as! String, out])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(try sqlite3Scalar(out, "SELECT sum(bal) FROM acct") == "1000000")
+            #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
+            #expect(try hash(out) == snapshot["logical_hash"] as? String)
+        }
+    }
+
+    /// SIGKILL at random moments of backup and prune (small packs, so a run
+    /// writes many objects): afterwards verify --read-data passes and every
+    /// listed snapshot restores to its recorded logical hash.
+    @Test(arguments: RepoPlace.allCases)
+    func killedBackupsAndPrunesLeaveAWholeRepository(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 30_000)
+        let env = ["LITECTL_PACK_SIZE": "32768"]
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        // Kill within the time a run takes here (measured), so most kills land mid-run.
+        var started = Date()
+        #expect(try repo.run(["backup", app], env: env).status == 0)
+        let backupTime = Date().timeIntervalSince(started)
+        _ = try sqlite3([app, "UPDATE item SET data = randomblob(7) WHERE id % 3 = 0;"])
+        #expect(try repo.run(["backup", app], env: env).status == 0)
+        _ = try repo.run(["forget", "--keep-last", "1"])
+        started = Date()
+        #expect(try repo.run(["prune"], env: env).status == 0)
+        let pruneTime = Date().timeIntervalSince(started)
+        var rng = SplitMix64(seed: UInt64(place == .s3 ? 11 : 5))
+        var kills = 0
+        for round in 0..<24 {
+            _ = try sqlite3([app, "UPDATE item SET data = randomblob(\(round % 250)) WHERE id % \(7 + round) = 0;"])
+            let prune = round % 3 == 2
+            if prune { _ = try repo.run(["forget", "--keep-last", "2"]) }
+            // The kill must be able to land before the run ends: a run shorter than the
+            // shortest delay is not counted as killed (the shell only echoes on a kill).
+            let delay = Double.random(in: 0.01...max(0.02, (prune ? pruneTime : backupTime) * 0.8), using: &rng)
+            let script = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 LITECTL_PACK_SIZE=32768; "
+                + "\(litectlBinary) \(prune ? "prune" : "backup '\(app)'") --repo '\(repo.url)' \(repo.options.joined(separator: " ")) & "
+                + "pid=$!; sleep \(delay); kill -9 $pid 2>/dev/null && echo killed; wait $pid; true"
+            let r = try runProcess("/bin/bash", ["-c", script])
+            if r.stdout.contains("killed") { kills += 1 }
+        }
+        #expect(kills >= 20, "at least 20 runs were killed mid-way (\(kills))")
+        var r = try repo.run(["unlock"])
+        #expect(r.status == 0, "\(r.stderr)")
+        r = try repo.run(["verify", "--read-data"])
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        #expect(try repo.run(["prune"]).status == 0)
+        r = try repo.run(["verify", "--read-data", "--json"])
+        #expect(r.status == 0 && r.stdout.contains("\"unreferenced_packs\":0"), "prune removes what killed runs left: \(r.stdout)")
+        // A backup after all that works and adds its snapshot.
+        _ = try sqlite3([app, "UPDATE item SET name = name || '!' WHERE id % 11 = 0;"])
+        #expect(try repo.run(["backup", app]).status == 0)
+        let snapshots = try snapshotsJSON(repo)
+        #expect(snapshots.count >= 2)
+        for (n, snapshot) in snapshots.enumerated() {
+            let out = folder.file("restored-\(n).db")
+            r = try repo.run(["restore", snapshot["id"] as! String, out])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(try hash(out) == snapshot["logical_hash"] as? String)
+        }
+        if place == .folder {
+            // No temporary file is left that no later run cleans: the next backup removes them.
+            #expect(try repo.run(["backup", app]).status == 0)
+            let leftovers = try FileManager.default.subpathsOfDirectory(atPath: repo.url).filter { $0.contains(".tmp-") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
+    @Test func locksStaleAndLive() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        let repo = try #require(try TestRepo.make(.folder, in: folder))
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 1000)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let store = FolderStore(path: repo.url)
+        // A live exclusive lock (this test process) makes a backup wait, then fail clearly.
+        let live = #"{"hostname":"\#(RepoLock.hostname)","pid":\#(getpid()),"time_unix":\#(Date().timeIntervalSince1970),"exclusive":true,"command":"prune"} x"#
+        try store.put("locks/live", Array(live.utf8))
+        var r = try repo.run(["backup", app, "--timeout", "1"])
+        #expect(r.status == 2 && r.stderr.contains("locked") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        r = try repo.run(["unlock"])
+        #expect(try store.list(prefix: "locks/").count == 1, "unlock keeps a live lock")
+        try store.delete("locks/live")
+        // A stale one (a process that is gone) is ignored with a warning, and unlock removes it.
+        let stale = #"{"hostname":"\#(RepoLock.hostname)","pid":999999,"time_unix":\#(Date().timeIntervalSince1970),"exclusive":true,"command":"prune"} x"#
+        try store.put("locks/stale", Array(stale.utf8))
+        r = try repo.run(["prune"])
+        #expect(r.status == 0 && r.stderr.contains("stale"), "\(r.stderr)")
+        r = try repo.run(["unlock", "-v"])
+        #expect(r.status == 0 && r.stdout.contains("removed locks/stale"))
+        #expect(try store.list(prefix: "locks/").isEmpty)
+    }
+
+    @Test func usageAndLocationErrors() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        var r = try runLitectl(["snapshots", "--repo", folder.file("nothing")])
+        #expect(r.status == 2 && r.stderr.hasPrefix("litectl: ") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        r = try runLitectl(["snapshots", "--repo", "ftp://x/y"])
+        #expect(r.status == 2 && r.stderr.contains("unsupported"))
+        r = try runLitectl(["verify", "--repo", folder.path, "--read-data", "--read-data-subset", "10"])
+        #expect(r.status == 64)
+        r = try runLitectl(["backup", "--repo", folder.path])
+        #expect(r.status == 64)
+        try FileManager.default.createDirectory(atPath: folder.file("notrepo"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: folder.file("notrepo/file"), contents: Data("x".utf8))
+        r = try runLitectl(["repo", "init", folder.file("notrepo")])
+        #expect(r.status == 2 && r.stderr.contains("not empty"))
+    }
+}
+
+/// Raw access to a test repository's objects (the folder itself, or the AWS CLI for S3).
+struct RepoObjects {
+    let repo: TestRepo
+    init(_ repo: TestRepo) { self.repo = repo }
+
+    func keys(prefix: String) throws -> [String] {
+        if !repo.url.hasPrefix("s3://") {
+            return try FolderStore(path: repo.url).list(prefix: prefix).map(\.key)
+        }
+        let r = try awsCLI(["s3", "ls", "--recursive", repo.url + "/" + prefix])
+        let root = String(repo.url.dropFirst(5).split(separator: "/", maxSplits: 1).last ?? "") + "/"
+        return r.split(separator: "\n").compactMap { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).last.map { String($0.dropFirst(root.count)) }
+        }.sorted()
+    }
+
+    func get(_ key: String) throws -> [UInt8] {
+        if !repo.url.hasPrefix("s3://") { return try FolderStore(path: repo.url).get(key) }
+        let r = try runProcess("/usr/bin/env", awsEnv + ["aws", "--endpoint-url", endpoint, "s3", "cp", repo.url + "/" + key, "-"])
+        return r.stdoutBytes
+    }
+
+    func put(_ key: String, _ bytes: [UInt8]) throws {
+        if !repo.url.hasPrefix("s3://") { return try FolderStore(path: repo.url).put(key, bytes) }
+        let temp = try TemporaryFolder("obj")
+        let file = temp.file("obj")
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        _ = try awsCLI(["s3", "cp", file, repo.url + "/" + key])
+    }
+
+    var endpoint: String { repo.options[repo.options.firstIndex(of: "--endpoint")! + 1] }
+    var awsEnv: [String] { ["AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_DEFAULT_REGION=us-east-1"] }
+
+    func awsCLI(_ arguments: [String]) throws -> String {
+        let r = try runProcess("/usr/bin/env", awsEnv + ["aws", "--endpoint-url", endpoint] + arguments)
+        guard r.status == 0 else { throw StoreError(.other, location: "aws", message: r.stderr) }
+        return r.stdout
+    }
+}
