@@ -60,6 +60,22 @@ struct Backup: ParsableCommand {
             Several sources are each backed up independently; a failure is reported on \
             stderr and the others still run. Exit status: 0 all backed up, 2 any failed. \
             A progress bar is drawn on stderr only when it is a terminal.
+
+            With --repo URL (a folder or s3://BUCKET/PREFIX; see litectl repo init), each \
+            SRC becomes a snapshot in that repository: the same hot copy (into a temporary \
+            file under $TMPDIR), then each page hashed and only the pages the repository \
+            lacks compressed into pack files; the snapshot records the page list, the \
+            database's SHA-256 and its logical hash (litectl hash). --tag labels snapshots; \
+            --keep-* forgets older snapshots of the databases just backed up (prune frees \
+            their pages); -j backs up several databases at once. -v (or a terminal on \
+            stdout) prints pages read, new pages, bytes added and time per database; --json \
+            one object per database. Exit status 2 when any database failed.
+
+            With --config FILE (TOML) the file names the databases (paths and globs, \
+            exclude globs), the repository and its settings, tags, retention ([keep]), jobs \
+            and the metrics file: one crontab line backs up a whole host. A database that \
+            fails (and a glob that matches nothing) gets one line on stderr and exit status \
+            1; the others are still backed up. docs/repo.md has an example.
             """)
 
     @Argument(help: ArgumentHelp("Source databases, then the destination folder or file (with --repo: only the sources).", valueName: "src... dest"))

@@ -25,6 +25,13 @@ struct Restore: ParsableCommand {
 
             Silent on success (-v prints what was done). Exit status: 0 restored, 2 \
             anything else (nothing changed).
+            
+            With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
+            with --db NAME (the database's file name or path) and --at TIME (the newest \
+            snapshot at or before TIME, UTC). The file is rebuilt in a temporary file beside \
+            TARGET, every page checked against its id, then its SHA-256, integrity_check and \
+            logical hash compared with the snapshot's, before it lands as above. \
+            --json prints what was restored.
             """)
 
     @Argument(help: ArgumentHelp("The backup file (with --repo: a snapshot id or prefix, or latest).", valueName: "backup"))
@@ -56,7 +63,11 @@ struct Restore: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Say what was done on stdout.")
     var verbose = false
 
+    @Flag(help: "With --repo: print what was restored as a JSON object.")
+    var json = false
+
     func validate() throws {
+        if json && !repository.isGiven { throw ValidationError("--json applies with --repo.") }
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
         guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
     }
@@ -101,7 +112,14 @@ struct Restore: ParsableCommand {
             request.timeout = timeout
             let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
             bar.clear()
-            if verbose {
+            if json {
+                printOut(JSON.object([("snapshot", .string(snapshot.id)), ("database", .string(snapshot.database)),
+                                      ("time", .string(Timestamp.iso8601(snapshot.time))), ("target", .string(target)),
+                                      ("pages", .integer(Int64(outcome.pages))), ("bytes_fetched", .integer(outcome.bytesFetched)),
+                                      ("replaced_existing", .bool(outcome.replacedExisting)),
+                                      ("kept_old", .optional(outcome.keptOld) { .string($0) }),
+                                      ("logical_hash", .string(snapshot.logicalHash))]).compact)
+            } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, SHA-256, integrity_check and logical hash match")
             }

@@ -29,6 +29,13 @@ struct Verify: ParsableCommand {
             Exit status: 0 all good, 1 a backup is bad (hash mismatch, damaged gzip, not \
             a database, failed check, missing beside its manifest), 2 a backup could not \
             be checked (missing without a manifest, unreadable, no room to decompress).
+            
+            With --repo URL, verifies a repository instead: every snapshot's page list loads \
+            and each of its pages is in the index, and every pack the index names exists \
+            and is long enough; --read-data reads every pack back and rehashes every page \
+            (--read-data-subset PCT: a random PCT% of the packs). Each problem is one BAD \
+            line naming the object and the snapshots it damages; exit status 1. Packs no \
+            index names (left by killed runs) are not problems: prune removes them.
             """)
 
     @Argument(help: ArgumentHelp("Backup files, manifests or folders of backups.", valueName: "backup"))
