@@ -42,6 +42,9 @@ public struct HotCopyOptions: Sendable {
     /// Pages per `sqlite3_backup_step` call (nil: about 1% of the database,
     /// at least 256 and at most 16384 pages).
     public var pagesPerStep: Int?
+    /// Read the source through mmap (faster; its pages then count in the
+    /// process's resident memory, which repository backups keep flat).
+    public var memoryMapped = true
 
     public init() {}
 }
@@ -76,7 +79,7 @@ public enum HotCopy {
         // land in the short gaps between a busy writer's transactions.
         source.setBusyTimeout(0)
         // Read through mmap: the backup API then copies straight from the page cache of the OS.
-        try source.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
+        if options.memoryMapped { try source.execute("PRAGMA mmap_size=\(Int64(1) << 40)") }
         let journalMode = (try source.scalar("PRAGMA journal_mode")).flatMap { value -> String? in
             if case .text(let bytes) = value { return String(decoding: bytes, as: UTF8.self) } else { return nil }
         }?.lowercased() ?? "unknown"

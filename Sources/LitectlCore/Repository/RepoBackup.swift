@@ -6,6 +6,7 @@
 // leaves at most objects nothing refers to, which `prune` removes.
 // Built on the folder backup's hot copy and check (Backup/) and on the
 // logical hash of `litectl hash` (Diff/ContentHash.swift).
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -98,6 +99,7 @@ public enum RepoBackup {
         defer { copyFile.discard() }
         var copyOptions = request.copy
         copyOptions.vacuum = false
+        copyOptions.memoryMapped = false  // memory stays flat whatever the database size
         let result: HotCopyResult
         do {
             result = try HotCopy.copy(from: source, into: copyFile.path, options: copyOptions) {
@@ -214,15 +216,32 @@ public enum RepoBackup {
             if page == 0 { scan.firstPage = Array(buffer[0..<pageSize]) }
             try buffer.withUnsafeBytes { all in
                 hasher.update(UnsafeRawBufferPointer(rebasing: all[0..<want]))
+                var fresh: [(page: Int, id: PageID)] = []
                 for k in 0..<n {
-                    let bytes = UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize])
-                    let id = repository.pageID(bytes)
+                    let id = repository.pageID(UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
                     scan.ids.append(id)
-                    if !index.contains(id) && seen.insert(id).inserted {
-                        try writer.add(id, blob: try repository.blob(of: bytes))
-                        scan.newPages += 1
+                    if !index.contains(id) && seen.insert(id).inserted { fresh.append((k, id)) }
+                }
+                // New pages are compressed on every core (a first backup is mostly this).
+                let blobs = Locked([[UInt8]?](repeating: nil, count: fresh.count))
+                nonisolated(unsafe) let base = UnsafeRawBufferPointer(all)  // read-only while the workers run
+                let pages = fresh.map(\.page)
+                let failure = Locked<(any Error)?>(nil)
+                let size = pageSize
+                let workers = pages.count >= 8 ? min(ProcessInfo.processInfo.activeProcessorCount, 4) : 1
+                DispatchQueue.concurrentPerform(iterations: workers) { w in
+                    for j in stride(from: w, to: pages.count, by: workers) {
+                        let k = pages[j]
+                        do {
+                            let blob = try repository.blob(of: UnsafeRawBufferPointer(rebasing: base[k * size..<(k + 1) * size]))
+                            blobs.withLock { $0[j] = blob }
+                        } catch { failure.withLock { $0 = error } }
                     }
                 }
+                if let error = failure.withLock({ $0 }) { throw error }
+                let made = blobs.withLock { $0 }
+                for (j, item) in fresh.enumerated() { try writer.add(item.id, blob: made[j]!) }
+                scan.newPages += fresh.count
             }
             page += n
             progress(page, pageCount)

@@ -39,22 +39,27 @@ enum IndexObject {
     }
 
     static func decode(_ compressed: [UInt8], what: String) throws -> [IndexEntry] {
-        var raw = try inflate(compressed, what: what)
+        var index = RepoIndex()
+        try decode(compressed, what: what, into: &index, source: 0)
+        return index.ids.indices.map { IndexEntry(id: index.ids[$0], location: index.locations[$0]) }
+    }
+
+    /// Appends the object's entries to `index` (unsorted), without an array of entries in between.
+    static func decode(_ compressed: [UInt8], what: String, into index: inout RepoIndex, source: UInt32) throws {
+        let raw = try inflate(compressed, what: what)
         var r = ByteReader(raw, what: what)
         guard try r.raw(4) == magic else { throw r.damaged("not an index") }
         guard try r.u32() == 1 else { throw r.damaged("unknown index version") }
         let packCount = try r.count(of: 32)
-        var packs: [PageID] = []
-        for _ in 0..<packCount { packs.append(try r.id()) }
+        var packs: [UInt32] = []
+        for _ in 0..<packCount { packs.append(index.number(of: try r.id())) }
         let n = try r.count(of: 44)
-        var out: [IndexEntry] = []; out.reserveCapacity(n)
         for _ in 0..<n {
             let id = try r.id(), pack = Int(try r.u32()), offset = try r.u32(), length = try r.u32()
             guard pack < packs.count else { throw r.damaged("pack number out of range") }
-            out.append(IndexEntry(id: id, location: BlobLocation(pack: packs[pack], offset: offset, length: length)))
+            index.ids.append(id); index.packNumbers.append(packs[pack]); index.offsets.append(offset)
+            index.lengths.append(length); index.sources.append(source)
         }
-        raw = []
-        return out
     }
 }
 
@@ -88,12 +93,17 @@ func inflate(_ compressed: [UInt8], what: String, limit: Int = 1 << 30) throws -
 
 import CZlib
 
-/// Every page the repository holds, sorted by id, in flat arrays.
+/// Every page the repository holds, sorted by id, in flat arrays: 48 bytes
+/// a page (id, pack number, offset, length, source object), pack ids once each.
 public struct RepoIndex: Sendable {
     var ids: [PageID] = []
-    var locations: [BlobLocation] = []
+    var packNumbers: [UInt32] = []
+    var offsets: [UInt32] = []
+    var lengths: [UInt32] = []
     /// Which index object each entry came from (for prune).
     var sources: [UInt32] = []
+    var packs: [PageID] = []
+    var packNumber: [PageID: UInt32] = [:]
     /// Keys of the index objects read.
     public internal(set) var objectKeys: [String] = []
 
@@ -101,19 +111,59 @@ public struct RepoIndex: Sendable {
 
     public var count: Int { ids.count }
 
+    /// The entries' locations, by position.
+    struct Locations: RandomAccessCollection {
+        let index: RepoIndex
+        var startIndex: Int { 0 }
+        var endIndex: Int { index.ids.count }
+        subscript(i: Int) -> BlobLocation {
+            BlobLocation(pack: index.packs[Int(index.packNumbers[i])], offset: index.offsets[i], length: index.lengths[i])
+        }
+    }
+
+    var locations: Locations { Locations(index: self) }
+
+    mutating func number(of pack: PageID) -> UInt32 {
+        if let n = packNumber[pack] { return n }
+        let n = UInt32(packs.count)
+        packs.append(pack); packNumber[pack] = n
+        return n
+    }
+
     /// Builds the table from the entries of each index object (duplicates: the first kept).
     init(objects: [(key: String, entries: [IndexEntry])]) {
-        var all: [(PageID, BlobLocation, UInt32)] = []
-        all.reserveCapacity(objects.reduce(0) { $0 + $1.entries.count })
+        var raw = RepoIndex()
         for (n, object) in objects.enumerated() {
-            objectKeys.append(object.key)
-            for e in object.entries { all.append((e.id, e.location, UInt32(n))) }
+            raw.objectKeys.append(object.key)
+            raw.append(object.entries, source: UInt32(n))
         }
-        all.sort { $0.0 < $1.0 || ($0.0 == $1.0 && $0.2 < $1.2) }
-        ids.reserveCapacity(all.count); locations.reserveCapacity(all.count); sources.reserveCapacity(all.count)
-        for item in all where ids.last != item.0 {
-            ids.append(item.0); locations.append(item.1); sources.append(item.2)
+        self = raw.sorted()
+    }
+
+    /// Appends entries unsorted (call `sorted()` before lookups).
+    mutating func append(_ entries: [IndexEntry], source: UInt32) {
+        for e in entries {
+            ids.append(e.id); packNumbers.append(number(of: e.location.pack))
+            offsets.append(e.location.offset); lengths.append(e.location.length); sources.append(source)
         }
+    }
+
+    /// The same entries in id order, one per id (the earliest source kept).
+    func sorted() -> RepoIndex {
+        var order = Array(0..<UInt32(ids.count))
+        order.sort { a, b in
+            let x = ids[Int(a)], y = ids[Int(b)]
+            return x < y || (x == y && sources[Int(a)] < sources[Int(b)])
+        }
+        var out = RepoIndex()
+        out.packs = packs; out.packNumber = packNumber; out.objectKeys = objectKeys
+        out.ids.reserveCapacity(order.count); out.packNumbers.reserveCapacity(order.count)
+        out.offsets.reserveCapacity(order.count); out.lengths.reserveCapacity(order.count); out.sources.reserveCapacity(order.count)
+        for i in order.map(Int.init) where out.ids.last != ids[i] {
+            out.ids.append(ids[i]); out.packNumbers.append(packNumbers[i]); out.offsets.append(offsets[i])
+            out.lengths.append(lengths[i]); out.sources.append(sources[i])
+        }
+        return out
     }
 
     func position(of id: PageID) -> Int? {
@@ -129,30 +179,15 @@ public struct RepoIndex: Sendable {
 
     public func location(of id: PageID) -> BlobLocation? { position(of: id).map { locations[$0] } }
 
-    /// Adds entries a backup just stored (kept sorted).
+    /// Adds entries a backup just stored.
     mutating func add(_ entries: [IndexEntry], objectKey: String) {
-        guard !entries.isEmpty else { return }
-        let source = UInt32(objectKeys.count)
+        let fresh = entries.filter { !contains($0.id) }
+        guard !fresh.isEmpty else { return }
         objectKeys.append(objectKey)
-        var extra = entries.filter { !contains($0.id) }.sorted { $0.id < $1.id }
-        if extra.isEmpty { return }
-        var newIDs: [PageID] = [], newLocs: [BlobLocation] = [], newSources: [UInt32] = []
-        newIDs.reserveCapacity(ids.count + extra.count)
-        var i = 0, j = 0
-        while i < ids.count || j < extra.count {
-            if j == extra.count || (i < ids.count && ids[i] < extra[j].id) {
-                newIDs.append(ids[i]); newLocs.append(locations[i]); newSources.append(sources[i]); i += 1
-            } else {
-                if newIDs.last != extra[j].id {
-                    newIDs.append(extra[j].id); newLocs.append(extra[j].location); newSources.append(source)
-                }
-                j += 1
-            }
-        }
-        extra = []
-        ids = newIDs; locations = newLocs; sources = newSources
+        append(fresh, source: UInt32(objectKeys.count - 1))
+        self = sorted()
     }
 
     /// Every entry, in id order.
-    public var entries: [IndexEntry] { zip(ids, locations).map { IndexEntry(id: $0, location: $1) } }
+    public var entries: [IndexEntry] { ids.indices.map { IndexEntry(id: ids[$0], location: locations[$0]) } }
 }

@@ -115,11 +115,13 @@ public final class Repository: @unchecked Sendable {
 
     /// The index: every index object, merged.
     public func loadIndex() throws -> RepoIndex {
-        var objects: [(key: String, entries: [IndexEntry])] = []
+        var index = RepoIndex()
         for object in try store.list(prefix: "index/") {
-            objects.append((object.key, try IndexObject.decode(try getObject(object.key), what: objectName(object.key))))
+            try IndexObject.decode(try getObject(object.key), what: objectName(object.key), into: &index,
+                                   source: UInt32(index.objectKeys.count))
+            index.objectKeys.append(object.key)
         }
-        return RepoIndex(objects: objects)
+        return index.sorted()
     }
 
     /// Every snapshot, oldest first. Snapshots that cannot be read are

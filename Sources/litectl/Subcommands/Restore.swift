@@ -110,6 +110,7 @@ struct Restore: ParsableCommand {
             request.force = force
             request.keepOld = !noKeep
             request.timeout = timeout
+            request.verify = quick ? .quick : .full
             let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
             bar.clear()
             if json {
