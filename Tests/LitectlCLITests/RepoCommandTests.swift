@@ -309,6 +309,88 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         }
     }
 
+    /// Two processes back up different databases into one repository at
+    /// once, several times: every snapshot verifies and restores.
+    @Test(arguments: RepoPlace.allCases)
+    func concurrentBackupsOfDifferentDatabases(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeApp(a, rows: 8000)
+        try makeApp(b, rows: 9000)
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        let script = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 LITECTL_PACK_SIZE=65536; "
+            + "for i in 1 2 3; do \(litectlBinary) backup \"$1\" --repo '\(repo.url)' \(repo.options.joined(separator: " ")) || exit 1; done"
+        let one = Process(), two = Process()
+        for (p, db) in [(one, a), (two, b)] {
+            p.executableURL = URL(fileURLWithPath: "/bin/bash")
+            p.arguments = ["-c", script, "bash", db]
+            try p.run()
+        }
+        one.waitUntilExit(); two.waitUntilExit()
+        #expect(one.terminationStatus == 0 && two.terminationStatus == 0)
+        #expect(try snapshotsJSON(repo).count == 6)
+        let r = try repo.run(["verify", "--read-data"])
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        for (db, name) in [(a, "a.db"), (b, "b.db")] {
+            let out = folder.file("restored-" + name)
+            #expect(try repo.run(["restore", "latest", "--db", name, out]).status == 0)
+            #expect(try hash(out) == (try hash(db)))
+        }
+    }
+
+    /// What litectl wrote to the bucket, as an independent client (the AWS CLI) sees it.
+    @Test func theAWSCLIReadsTheBucket() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(.s3, in: folder, name: "host/web-1") else { return }
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 3000)
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        #expect(try repo.run(["backup", app]).status == 0)
+        let objects = RepoObjects(repo)
+        let keys = try objects.keys(prefix: "")
+        #expect(keys.contains("config"))
+        for prefix in ["packs/", "index/", "lists/", "snapshots/"] {
+            #expect(keys.contains { $0.hasPrefix(prefix) }, "\(prefix) in \(keys)")
+        }
+        #expect(!keys.contains { $0.hasPrefix("locks/") }, "no lock is left after a run")
+        let config = try JSONSerialization.jsonObject(with: Data(try objects.get("config"))) as? [String: Any]
+        #expect(config?["format"] as? String == "litectl-repository" && config?["version"] as? Int == 1)
+        let snapshotKey = try #require(keys.first { $0.hasPrefix("snapshots/") })
+        let snapshot = try JSONSerialization.jsonObject(with: Data(try objects.get(snapshotKey))) as? [String: Any]
+        #expect(snapshot?["logical_hash"] as? String == (try hash(app)))
+        // Pack names are the SHA-256 of their content, which the AWS CLI's bytes confirm.
+        let pack = try #require(keys.first { $0.hasPrefix("packs/") })
+        let digest = try runProcess("/bin/bash", ["-c", "sha256sum"], input: try objects.get(pack)).stdout.prefix(64)
+        #expect(pack.hasSuffix(String(digest)))
+    }
+
+    /// `backup --repo` with --keep-* and --metrics-file: retention of this run's
+    /// databases after their backups, and a textfile per database.
+    @Test func backupRetentionAndMetrics() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        let repo = try #require(try TestRepo.make(.folder, in: folder))
+        let app = folder.file("app.db"), other = folder.file("other.db")
+        try makeApp(app, rows: 500)
+        try makeApp(other, rows: 500)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        #expect(try repo.run(["backup", other]).status == 0)
+        let metrics = folder.file("litectl.prom")
+        for _ in 0..<3 {
+            let r = try repo.run(["backup", app, "--keep-last", "2", "--metrics-file", metrics])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let all = try snapshotsJSON(repo)
+        #expect(all.filter { $0["database"] as? String == "app.db" }.count == 2)
+        #expect(all.filter { $0["database"] as? String == "other.db" }.count == 1, "other databases keep their snapshots")
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(text.contains("litectl_backup_success{source=\"\(BackupJob.resolvedPath(app))\"} 1"), "\(text)")
+        // A failing database: one stderr line, exit 2, the others still backed up.
+        let r = try repo.run(["backup", folder.file("missing.db"), other])
+        #expect(r.status == 2 && r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("missing.db"), "\(r.stderr)")
+        #expect(try snapshotsJSON(repo, ["other.db"]).count == 2)
+    }
+
     @Test func locksStaleAndLive() throws {
         let folder = try TemporaryFolder("repo-cli")
         let repo = try #require(try TestRepo.make(.folder, in: folder))

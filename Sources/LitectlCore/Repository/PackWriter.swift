@@ -17,7 +17,6 @@ final class PackWriter {
 
     init(repository: Repository) {
         self.repository = repository
-        buffer.reserveCapacity(repository.packSize + 70_000)
     }
 
     /// Adds a page's blob (already compressed and sealed).

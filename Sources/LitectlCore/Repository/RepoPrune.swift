@@ -99,6 +99,8 @@ public enum RepoPrune {
         let nothingToDo = deletePacks.isEmpty && rewritePacks.isEmpty && report.pagesRemoved == 0
         report.indexObjectsReplaced = nothingToDo ? 0 : index.objectKeys.count
         if dryRun { return report }
+        // Temporary files of killed runs in a folder repository go too.
+        if let folder = repository.store as? FolderStore { folder.removeStaleTemporaryFiles() }
 
         // 1. Live pages of the packs to rewrite, into new packs.
         let writer = PackWriter(repository: repository)
