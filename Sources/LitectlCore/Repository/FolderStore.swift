@@ -58,7 +58,7 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
             try bytes.withUnsafeBytes { try file.write($0) }
             try file.commit(as: target, replace: true)
         } catch let e as DatabaseError {
-            throw StoreError(e.code.primary == .full ? .io : .io, location: target, message: e.message)
+            throw StoreError(.io, location: target, message: e.message)
         }
     }
 
