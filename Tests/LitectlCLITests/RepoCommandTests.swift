@@ -391,6 +391,49 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         #expect(try snapshotsJSON(repo, ["other.db"]).count == 2)
     }
 
+    /// One crontab line for a whole host: `backup --config FILE` with globs,
+    /// an exclusion, a database that fails and a glob that matches nothing
+    /// (exit 1, one line each, the others backed up), retention and metrics.
+    @Test(arguments: RepoPlace.allCases)
+    func backupAHostFromItsConfigFile(_ place: RepoPlace) throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(place, in: folder) else { return }
+        try FileManager.default.createDirectory(atPath: folder.file("srv"), withIntermediateDirectories: true)
+        for name in ["app.db", "jobs.db", "cache-scratch.db"] { try makeApp(folder.file("srv/" + name), rows: 300) }
+        FileManager.default.createFile(atPath: folder.file("srv/broken.db"), contents: Data("not a database at all, really not".utf8))
+        #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
+        let endpoint = repo.options.count == 2 ? "endpoint = \"\(repo.options[1])\"\n" : ""
+        let config = folder.file("host.toml")
+        try """
+            repository = "\(repo.url)"
+            \(endpoint)databases = ["srv/*.db", "other/*.sqlite"]
+            exclude = ["*-scratch.db"]
+            tags = ["web-1"]
+            jobs = 2
+            metrics_file = "litectl.prom"
+            [keep]
+            last = 2
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        for round in 0..<3 {
+            let r = try runLitectl(["backup", "--config", config])
+            #expect(r.status == 1, "\(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 2 && lines.contains { $0.contains("broken.db") } && lines.contains { $0.contains("other/*.sqlite") },
+                    "round \(round): \(r.stderr)")
+            #expect(r.stdout.isEmpty)
+        }
+        let all = try snapshotsJSON(repo)
+        #expect(Set(all.map { $0["database"] as! String }) == ["app.db", "jobs.db"])
+        #expect(all.count == 4, "keep.last = 2 per database")
+        #expect(all.allSatisfy { ($0["tags"] as? [String]) == ["web-1"] })
+        let metrics = try String(contentsOfFile: folder.file("litectl.prom"), encoding: .utf8)
+        #expect(metrics.contains("litectl_backup_success{source=\"\(BackupJob.resolvedPath(folder.file("srv/app.db")))\"} 1"))
+        #expect(metrics.contains("litectl_backup_success{source=\"\(BackupJob.resolvedPath(folder.file("srv/broken.db")))\"} 0"))
+        let r = try repo.run(["restore", "latest", "--db", "jobs.db", folder.file("jobs-restored.db")])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try hash(folder.file("jobs-restored.db")) == (try hash(folder.file("srv/jobs.db"))))
+    }
+
     @Test func locksStaleAndLive() throws {
         let folder = try TemporaryFolder("repo-cli")
         let repo = try #require(try TestRepo.make(.folder, in: folder))

@@ -16,7 +16,26 @@ extension Backup {
         var metricsPath = metricsFile
         var failed = false
         do {
-            if config != nil { throw ValidationError("MERGE-MISC") }
+            if let config {
+                let host = try HostConfig.load(path: config)
+                options.repo = host.repository
+                options.endpoint = options.endpoint ?? host.endpoint
+                options.region = options.region ?? host.region
+                options.profile = options.profile ?? host.profile
+                options.keyFile = options.keyFile ?? host.keyFile
+                options.passphraseFile = options.passphraseFile ?? host.passphraseFile
+                let expanded = host.expandDatabases()
+                sources = expanded.paths
+                for pattern in expanded.unmatched {
+                    printError("\(config): \(pattern): no database matches"); failed = true
+                }
+                tags = host.tags + tags
+                if keep.isEmpty { keep = host.keep }
+                jobCount = jobs ?? host.jobs
+                if let t = host.timeout { lockTimeout = t }
+                verifyLevel = host.verify
+                metricsPath = metricsPath ?? host.metricsFile
+            }
             let repo = try options.open()
             if dryRun {
                 let decision = RepoForget.decide(try repo.snapshots().snapshots, policy: keep)
@@ -28,7 +47,7 @@ extension Backup {
             var template = RepoBackupRequest(source: "")
             template.tags = tags
             template.verify = verifyLevel
-            template.copy.timeout = timeout
+            template.copy.timeout = lockTimeout
             let bar = ProgressBar(label: "")
             let showProgress = jobCount == 1 && isatty(STDERR_FILENO) == 1
             let terminal = isatty(STDOUT_FILENO) == 1
