@@ -3,5 +3,5 @@ import LitectlCore
 import LitectlS3
 
 func makeS3Store(url: String, endpoint: String?, region: String?, profile: String?) throws -> ObjectStore {
-    throw StoreError(.other, location: url, message: "S3 not wired yet")
+    try S3ObjectStore(url: url, options: S3Options(endpoint: endpoint, region: region, profile: profile))
 }
