@@ -14,8 +14,8 @@ public struct S3Tuning: Sendable {
     public var attempts = 5
     /// The first backoff; each next one doubles, with up to 50% jitter.
     public var backoff = 0.2
-    /// Seconds to connect, and for a whole request.
-    public var connectTimeout = 10.0
+    /// Seconds for a whole request (connecting has 3 s, within which
+    /// async-http-client retries a refused connection itself).
     public var requestTimeout = 120.0
     /// Bodies above this go up as multipart uploads, in parts of `partSize`.
     public var multipartThreshold = 16 << 20
@@ -33,7 +33,7 @@ public final class S3Client: @unchecked Sendable {
     /// One HTTP client for the process (its connections are pooled and reused).
     static let http: HTTPClient = {
         var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.timeout = .init(connect: .seconds(3), read: .seconds(60))
         configuration.decompression = .disabled
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()

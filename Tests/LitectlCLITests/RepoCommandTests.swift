@@ -434,6 +434,40 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         #expect(try hash(folder.file("jobs-restored.db")) == (try hash(folder.file("srv/jobs.db"))))
     }
 
+    /// Backups through a proxy that injects 503s, drops connections mid-body
+    /// or fails every request: they retry and succeed, or fail with one line
+    /// and leave nothing referenced that is missing.
+    @Test(arguments: [["--fail-every", "3"], ["--drop-every", "3"], ["--fail-every", "1", "--status", "500"]])
+    func backupsThroughFaults(_ faults: [String]) throws {
+        guard let server = MotoServer.shared else { return }
+        let folder = try TemporaryFolder("repo-cli")
+        let direct = try #require(try TestRepo.make(.s3, in: folder))
+        let proxy = try FaultProxy(upstream: server, arguments: faults)
+        let faulty = TestRepo(url: direct.url, options: ["--endpoint", proxy.endpoint])
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 6000)
+        #expect(try runLitectl(["repo", "init", direct.url] + direct.options).status == 0)
+        let persistent = faults.contains("1")
+        for round in 0..<3 {
+            _ = try sqlite3([app, "UPDATE item SET price = price + 1 WHERE id % \(5 + round) = 0;"])
+            let r = try faulty.run(["backup", app], env: ["LITECTL_PACK_SIZE": "32768"])
+            if persistent {
+                #expect(r.status == 2 && r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("HTTP 500"), "\(r.stderr)")
+            } else {
+                #expect(r.status == 0, "\(r.stderr)")
+            }
+        }
+        let v = try direct.run(["verify", "--read-data"])
+        #expect(v.status == 0, "\(v.stdout) \(v.stderr)")
+        let snapshots = try snapshotsJSON(direct)
+        #expect(snapshots.count == (persistent ? 0 : 3))
+        if let last = snapshots.last {
+            let r = try faulty.run(["restore", last["id"] as! String, folder.file("out.db")])
+            #expect(r.status == 0, "restore retries too: \(r.stderr)")
+            #expect(try hash(folder.file("out.db")) == (try hash(app)))
+        }
+    }
+
     @Test func locksStaleAndLive() throws {
         let folder = try TemporaryFolder("repo-cli")
         let repo = try #require(try TestRepo.make(.folder, in: folder))

@@ -53,7 +53,7 @@ public final class MotoServer: @unchecked Sendable {
         return name
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
