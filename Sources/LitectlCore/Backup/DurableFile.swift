@@ -81,9 +81,11 @@ public enum TemporaryFiles {
 
     /// Removes temporary files that a litectl process left in `folder` when it
     /// was killed with SIGKILL (`.<name>.tmp-<pid>-<n>` whose process is gone).
-    /// Returns the paths removed. Call it holding the folder's lock.
+    /// With `stem`, only those of files named `stem` or `stem.<more>` (a
+    /// restore target's, in an application's folder). Returns the paths
+    /// removed. Call it holding the folder's lock.
     @discardableResult
-    public static func removeStale(in folder: String) -> [String] {
+    public static func removeStale(in folder: String, stem: String? = nil) -> [String] {
         guard let dir = opendir(folder) else { return [] }
         defer { closedir(dir) }
         var removed: [String] = []
@@ -92,6 +94,10 @@ public enum TemporaryFiles {
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
             guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { continue }
+            if let stem {
+                let base = name[name.index(after: name.startIndex)..<marker.lowerBound]
+                guard base == stem || base.hasPrefix(stem + ".") else { continue }
+            }
             let parts = name[marker.upperBound...].split(separator: "-")
             guard parts.count >= 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH {

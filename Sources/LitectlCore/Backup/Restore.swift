@@ -37,6 +37,9 @@ public enum Restore {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: request.target)).before-restore-<timestamp>)",
                                 path: request.target)
         }
+        // What a restore of this TARGET killed with SIGKILL left beside it
+        // (the full-size copy of the old content, or of the new one).
+        TemporaryFiles.removeStale(in: DurableFolder.parent(of: request.target), stem: DurableFolder.baseName(of: request.target))
         let prepared = try BackupVerifier.prepare(request.backup, level: request.verify)
         defer { prepared.discard() }
         let check = prepared.check

@@ -42,7 +42,8 @@ public enum RepoRestore {
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder: \(folder)", path: request.target)
         }
-        // MERGE-MISC: TemporaryFiles.removeStale(in: folder, stem: DurableFolder.baseName(of: request.target))
+        // What a restore of this TARGET killed with SIGKILL left beside it.
+        TemporaryFiles.removeStale(in: folder, stem: DurableFolder.baseName(of: request.target))
         let ids = try repository.pageIDs(of: snapshot)
         let index = try repository.loadIndex()
         let file = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: request.target),

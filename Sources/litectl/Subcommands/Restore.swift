@@ -32,6 +32,11 @@ struct Restore: ParsableCommand {
             TARGET, every page checked against its id, then its SHA-256, integrity_check and \
             logical hash compared with the snapshot's, before it lands as above. \
             --json prints what was restored.
+            
+            A restore killed with SIGKILL leaves its hidden temporary file \
+            (.TARGET.tmp-* or .TARGET.before-restore-*.tmp-*) beside TARGET; the next \
+            restore of that TARGET removes it (only such files of that TARGET, and only \
+            when the process that made them is gone).
             """)
 
     @Argument(help: ArgumentHelp("The backup file (with --repo: a snapshot id or prefix, or latest).", valueName: "backup"))
