@@ -12,10 +12,19 @@ public final class MotoServer: @unchecked Sendable {
     private static let counter = NSLock()
     nonisolated(unsafe) private static var made = 0
 
+    /// nil when moto_server is not installed (S3 tests then skip), unless
+    /// LITECTL_REQUIRE_S3 is set (CI): then a server that cannot start stops the run.
     public static let shared: MotoServer? = {
+        let required = ProcessInfo.processInfo.environment["LITECTL_REQUIRE_S3"] != nil
         guard let path = ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":")
-            .map({ $0 + "/moto_server" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-        return try? MotoServer(executable: path)
+            .map({ $0 + "/moto_server" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            if required { fatalError("LITECTL_REQUIRE_S3 is set but moto_server is not on PATH") }
+            return nil
+        }
+        do { return try MotoServer(executable: path) } catch {
+            if required { fatalError("LITECTL_REQUIRE_S3 is set but moto_server did not start: \(error)") }
+            return nil
+        }
     }()
 
     init(executable: String) throws {
