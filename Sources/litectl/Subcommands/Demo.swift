@@ -31,6 +31,11 @@ struct Demo: ParsableCommand {
                            "SELECT name, total, (SELECT count(*) FROM arch.snapshots) AS snapshots FROM customer_totals ORDER BY id"],
                           ["tables", "shop.db", "archive.db", "--counts", "--format", "table"],
                           ["backup", "-v", "shop.db", "."], ["backup", "--gzip-level", "1", "--verify", "full", "-v", "shop.db", "shop-copy.db.gz"],
+                          ["repo", "init", "repo"], ["backup", "-v", "shop.db", "archive.db", "--repo", "repo", "--tag", "demo"],
+                          ["query", "--write", "shop.db", "UPDATE customers SET balance = balance + 1 WHERE id % 5 = 0"],
+                          ["backup", "-v", "shop.db", "--repo", "repo"], ["snapshots", "--repo", "repo"],
+                          ["restore", "-v", "--repo", "repo", "latest", "--db", "shop.db", "shop-restored.db"],
+                          ["verify", "--repo", "repo", "--read-data", "--json"],
                           ["hash", "shop.db", "archive.db"], ["diff", "--summary", "shop.db", "archive.db"],
                           ["check", "shop.db"], ["stats", "--tables", "--top", "3", "--format", "table", "shop.db"]] {
             printOut("\n$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
