@@ -32,7 +32,7 @@ struct Demo: ParsableCommand {
                           ["tables", "shop.db", "archive.db", "--counts", "--format", "table"],
                           ["backup", "-v", "shop.db", "."], ["backup", "--gzip-level", "1", "--verify", "full", "-v", "shop.db", "shop-copy.db.gz"],
                           ["repo", "init", "repo"], ["backup", "-v", "shop.db", "archive.db", "--repo", "repo", "--tag", "demo"],
-                          ["query", "--write", "shop.db", "UPDATE customers SET balance = balance + 1 WHERE id % 5 = 0"],
+                          ["query", "--write", "shop.db", "UPDATE customers SET balance = balance + 1"],
                           ["backup", "-v", "shop.db", "--repo", "repo"], ["snapshots", "--repo", "repo"],
                           ["restore", "-v", "--repo", "repo", "latest", "--db", "shop.db", "shop-restored.db"],
                           ["verify", "--repo", "repo", "--read-data", "--json"],
