@@ -160,7 +160,7 @@ public final class S3Client: @unchecked Sendable {
 
     public func put(_ key: String, _ bytes: [UInt8], what: String) throws {
         if bytes.count > tuning.multipartThreshold { return try putMultipart(key, bytes, what: what) }
-        _ = try request("PUT", key: key, headers: [("content-length", String(bytes.count))], body: bytes, what: what)
+        _ = try request("PUT", key: key, body: bytes, what: what)
     }
 
     func putMultipart(_ key: String, _ bytes: [UInt8], what: String) throws {

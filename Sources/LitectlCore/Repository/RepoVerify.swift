@@ -77,7 +77,10 @@ public enum RepoVerify {
             for (i, location) in index.locations.enumerated() where chosenSet.contains(location.pack) {
                 entriesByPack[location.pack, default: []].append(i)
             }
-            let pageSizes = Dictionary(snapshots.map { ($0.pageSize, true) }, uniquingKeysWith: { a, _ in a }).keys.sorted()
+            // The page size is not stored per blob: the sizes the snapshots use
+            // first, then the others (pages only forgotten snapshots used).
+            let used = Set(snapshots.map(\.pageSize))
+            let pageSizes = used.sorted() + (9...16).map { 1 << $0 }.filter { !used.contains($0) }
             for (n, pack) in chosen.enumerated() {
                 let key = Repository.packKey(pack)
                 let bytes: [UInt8]
@@ -92,10 +95,9 @@ public enum RepoVerify {
                     report.pagesRead += 1
                     guard to <= bytes.count else { badPages.insert(id); packBad += 1; continue }
                     let blob = Array(bytes[from..<to])
-                    // The page size is not stored per blob: try the sizes the snapshots use.
                     let ok = pageSizes.contains { size in
                         (try? repository.page(fromBlob: blob, id: id, pageSize: size, what: key)) != nil
-                    } || (pageSizes.isEmpty && (try? repository.keys.open(blob, what: key)) != nil)
+                    }
                     if !ok { badPages.insert(id); packBad += 1 }
                 }
                 if packBad > 0 {
