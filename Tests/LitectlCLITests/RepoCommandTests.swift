@@ -269,13 +269,13 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         let pruneTime = Date().timeIntervalSince(started)
         var rng = SplitMix64(seed: UInt64(place == .s3 ? 11 : 5))
         var kills = 0
-        for round in 0..<30 {
+        for round in 0..<36 {
             _ = try sqlite3([app, "UPDATE item SET data = randomblob(\(round % 250)) WHERE id % \(7 + round) = 0;"])
             let prune = round % 3 == 2
             if prune { _ = try repo.run(["forget", "--keep-last", "2"]) }
             // The kill must be able to land before the run ends: a run shorter than the
             // shortest delay is not counted as killed (the shell only echoes on a kill).
-            let delay = Double.random(in: 0.01...max(0.02, (prune ? pruneTime : backupTime) * 0.6), using: &rng)
+            let delay = Double.random(in: 0.01...max(0.02, (prune ? pruneTime : backupTime) * 0.5), using: &rng)
             let script = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 LITECTL_PACK_SIZE=32768; "
                 + "\(litectlBinary) \(prune ? "prune" : "backup '\(app)'") --repo '\(repo.url)' \(repo.options.joined(separator: " ")) & "
                 + "pid=$!; sleep \(delay); kill -9 $pid 2>/dev/null && echo killed; wait $pid; true"

@@ -89,7 +89,7 @@ public enum RepoBackup {
     /// repository's snapshots (to find the parent whose page list the new
     /// one is a delta on); `lock` is refreshed as packs are written.
     public static func run(_ request: RepoBackupRequest, repository: Repository, index: SharedIndex,
-                           snapshots: [Snapshot], lock: RepoLock?,
+                           snapshots: [Snapshot], lock: RepoLock?, rememberPages: Bool = true,
                            progress: (RepoBackupProgress) -> Void = { _ in }) throws -> RepoBackupOutcome {
         let started = Clock.wall(), startedMono = Clock.now()
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
@@ -135,18 +135,22 @@ public enum RepoBackup {
         var bytesAdded = scan.packBytes
         let indexBytes = try scan.writer.writeIndex()
         bytesAdded += Int64(indexBytes)
+        scan.writer.releaseLookup()
 
         let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
         let (listID, listBytes) = try writeList(scan.ids, parent: parent, repository: repository)
         bytesAdded += Int64(listBytes)
 
-        var header: [(String, JSON)] = [("journal_mode", .string(result.journalMode))]
+        var header: [(String, JSON)] = []
         if let first = scan.firstPage, let h = try? DatabaseHeader(bytes: Array(first.prefix(DatabaseHeader.size))) {
             header += [("application_id", .integer(Int64(h.applicationID))), ("auto_vacuum", .integer(Int64(h.autoVacuum))),
                        ("reserved_bytes", .integer(Int64(h.reservedBytes))), ("schema_format", .integer(Int64(h.schemaFormat))),
                        ("sqlite_version", .string(h.sqliteVersion)), ("text_encoding", .string(h.textEncodingName ?? "unknown")),
                        ("user_version", .integer(Int64(h.userVersion)))]
         }
+        // Keys in name order, as `snapshots --json` reads them back.
+        header.append(("journal_mode", .string(result.journalMode)))
+        header.sort { $0.0 < $1.0 }
         var snapshot = Snapshot(
             database: DurableFolder.baseName(of: sourcePath), path: sourcePath, hostname: RepoLock.hostname,
             time: started, tags: request.tags, pageSize: scan.pageSize, pageCount: scan.ids.count,
@@ -159,7 +163,8 @@ public enum RepoBackup {
         snapshot.bytesAdded = bytesAdded + Int64(snapshot.encoded().count) + (repository.encrypted ? 28 : 0)
         let (id, _) = try repository.putObject(prefix: "snapshots", snapshot.encoded())
         snapshot.id = id
-        index.add(scan.writer.written, objectKey: "")
+        // Later backups of this run must know these pages (a single one need not).
+        if rememberPages { index.add(scan.writer.written, objectKey: "") }
         return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.ids.count, pagesNew: scan.newPages,
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds)
@@ -198,7 +203,6 @@ public enum RepoBackup {
         var scan = PageScan(pageSize: pageSize, writer: writer)
         let pageCount = size / pageSize
         scan.ids.reserveCapacity(pageCount)
-        var seen = Set<PageID>()
         var hasher = SHA256Hasher()
         let chunkPages = max(1, (1 << 20) / pageSize)
         var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
@@ -217,10 +221,11 @@ public enum RepoBackup {
             try buffer.withUnsafeBytes { all in
                 hasher.update(UnsafeRawBufferPointer(rebasing: all[0..<want]))
                 var fresh: [(page: Int, id: PageID)] = []
+                var freshIDs = Set<PageID>()
                 for k in 0..<n {
                     let id = repository.pageID(UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
                     scan.ids.append(id)
-                    if !index.contains(id) && seen.insert(id).inserted { fresh.append((k, id)) }
+                    if !index.contains(id) && !writer.contains(id) && freshIDs.insert(id).inserted { fresh.append((k, id)) }
                 }
                 // New pages are compressed on every core (a first backup is mostly this).
                 let blobs = Locked([[UInt8]?](repeating: nil, count: fresh.count))

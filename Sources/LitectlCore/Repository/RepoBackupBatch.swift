@@ -34,7 +34,8 @@ public enum RepoBackupBatch {
                 request.source = sources[i]
                 var result = RepoBatchResult(source: sources[i])
                 do {
-                    result.outcome = try RepoBackup.run(request, repository: repository, index: index, snapshots: snapshots, lock: lock) {
+                    result.outcome = try RepoBackup.run(request, repository: repository, index: index, snapshots: snapshots, lock: lock,
+                                                        rememberPages: sources.count > 1) {
                         progress(sources[i], $0)
                     }
                 } catch {

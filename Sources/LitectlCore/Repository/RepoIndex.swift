@@ -22,6 +22,19 @@ public struct IndexEntry: Sendable, Equatable {
 enum IndexObject {
     static let magic: [UInt8] = Array("LCIX".utf8)
 
+    /// Encodes flat arrays (a run's new pages) without building entries.
+    static func encode(ids: ArraySlice<PageID>, packNumbers: [UInt32], offsets: [UInt32], lengths: [UInt32], packs: [PageID]) -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes.reserveCapacity(16 + packs.count * 32 + ids.count * 44)
+        w.raw(magic); w.u32(1)
+        w.u32(UInt32(packs.count)); for p in packs { w.id(p) }
+        w.u32(UInt32(ids.count))
+        for i in ids.indices {
+            w.id(ids[i]); w.u32(packNumbers[i]); w.u32(offsets[i]); w.u32(lengths[i])
+        }
+        return Zlib.compress(w.bytes)
+    }
+
     static func encode(_ entries: [IndexEntry]) -> [UInt8] {
         var packs: [PageID: UInt32] = [:]
         var packList: [PageID] = []
