@@ -134,11 +134,12 @@ def generate(db, args):
 
 # --- mutation -----------------------------------------------------------------------------
 
-def split(rng, keys, fraction):
-    """Pick ~fraction of keys; return (keys to update, keys to delete, number of inserts)."""
+def split(rng, keys, fraction, in_place=False):
+    """Pick ~fraction of keys; return (keys to update, keys to delete, number of inserts).
+    A fifth of them are deleted and as many rows inserted, unless in_place (all updated)."""
     k = min(len(keys), max(1, round(len(keys) * fraction))) if keys and fraction > 0 else 0
     chosen = rng.sample(keys, k)
-    nd = ni = k // 5
+    nd = ni = 0 if in_place else k // 5
     nu = k - nd - ni
     return chosen[:nu], chosen[nu:nu + nd], ni
 
@@ -152,7 +153,7 @@ def mutate(db, args):
     db.execute("BEGIN")
 
     ids = column(db, "SELECT id FROM customers ORDER BY id")
-    upd, dele, ins = split(rng, ids, f)
+    upd, dele, ins = split(rng, ids, f, args.in_place)
     top = ids[-1] if ids else 0
     for i in upd:
         new = customer(rng, i)
@@ -166,7 +167,7 @@ def mutate(db, args):
     live = column(db, "SELECT id FROM customers ORDER BY id")
 
     keys = list(db.execute("SELECT order_id, line FROM order_items ORDER BY order_id, line"))
-    upd, dele, ins = split(rng, keys, f)
+    upd, dele, ins = split(rng, keys, f, args.in_place)
     for o, l in upd:
         col, val = rng.choice([("qty", rng.randint(1, 20)), ("price", round(rng.uniform(0.5, 500), 2))])
         db.execute(f"UPDATE order_items SET {col} = ? WHERE order_id = ? AND line = ?", (val, o, l))
@@ -179,7 +180,7 @@ def mutate(db, args):
     stats["order_items"] = (len(upd), len(dele), ins)
 
     rowids = column(db, "SELECT rowid FROM events ORDER BY rowid")
-    upd, dele, ins = split(rng, rowids, f)
+    upd, dele, ins = split(rng, rowids, f, args.in_place)
     ts = db.execute("SELECT coalesce(max(ts), 0) FROM events").fetchone()[0]
     for r in upd:
         _, kind, payload = event(rng, 0)
@@ -190,7 +191,7 @@ def mutate(db, args):
     stats["events"] = (len(upd), len(dele), ins)
 
     ids = column(db, "SELECT id FROM attachments ORDER BY id")
-    upd, dele, ins = split(rng, ids, f)
+    upd, dele, ins = split(rng, ids, f, args.in_place)
     for i in upd:  # single-byte change inside the blob
         data = bytearray(db.execute("SELECT data FROM attachments WHERE id = ?", (i,)).fetchone()[0])
         pos = rng.randrange(len(data))
@@ -222,11 +223,15 @@ def parse_args(argv):
                    help="one attachment (4-16 KB blob) per K customers; 0 = none (default 100)")
     p.add_argument("--mutate", type=float, metavar="FRACTION", help="copy --from and change ~FRACTION of rows")
     p.add_argument("--from", dest="src", metavar="A.db", help="source database for --mutate")
+    p.add_argument("--in-place", action="store_true",
+                   help="with --mutate: only update rows (no deletes, no inserts; the audit trigger still adds rows)")
     p.add_argument("--force", action="store_true", help="overwrite OUT.db if it exists")
     p.add_argument("-v", "--verbose", action="store_true", help="print a summary to stderr")
     a = p.parse_args(argv)
     if (a.mutate is None) == (a.rows is None):
         p.error("give either --rows N or --mutate FRACTION --from A.db")
+    if a.in_place and a.mutate is None:
+        p.error("--in-place applies with --mutate")
     if a.mutate is not None and (a.src is None or not 0 <= a.mutate <= 1):
         p.error("--mutate needs a FRACTION in [0, 1] and --from A.db")
     if a.mutate is not None and not Path(a.src).is_file():
