@@ -51,12 +51,6 @@ enum IndexObject {
         return Zlib.compress(w.bytes)
     }
 
-    static func decode(_ compressed: [UInt8], what: String) throws -> [IndexEntry] {
-        var index = RepoIndex()
-        try decode(compressed, what: what, into: &index, source: 0)
-        return index.ids.indices.map { IndexEntry(id: index.ids[$0], location: index.locations[$0]) }
-    }
-
     /// Appends the object's entries to `index` (unsorted), without an array of entries in between.
     static func decode(_ compressed: [UInt8], what: String, into index: inout RepoIndex, source: UInt32) throws {
         let raw = try inflate(compressed, what: what)
@@ -143,16 +137,6 @@ public struct RepoIndex: Sendable {
         return n
     }
 
-    /// Builds the table from the entries of each index object (duplicates: the first kept).
-    init(objects: [(key: String, entries: [IndexEntry])]) {
-        var raw = RepoIndex()
-        for (n, object) in objects.enumerated() {
-            raw.objectKeys.append(object.key)
-            raw.append(object.entries, source: UInt32(n))
-        }
-        self = raw.sorted()
-    }
-
     /// Appends entries unsorted (call `sorted()` before lookups).
     mutating func append(_ entries: [IndexEntry], source: UInt32) {
         for e in entries {
@@ -200,7 +184,4 @@ public struct RepoIndex: Sendable {
         append(fresh, source: UInt32(objectKeys.count - 1))
         self = sorted()
     }
-
-    /// Every entry, in id order.
-    public var entries: [IndexEntry] { ids.indices.map { IndexEntry(id: ids[$0], location: locations[$0]) } }
 }
