@@ -115,6 +115,20 @@ import TestSupport
         }
     }
 
+    @Test func refusedCredentialsAreOneLineAndNotRetried() throws {
+        guard let server = MotoServer.shared else { return }
+        let proxy = try FaultProxy(upstream: server, arguments: ["--fail-every", "1", "--status", "403"])
+        let s = try store(server, bucket: try server.makeBucket(), endpoint: proxy.endpoint)
+        do { _ = try s.get("config"); Issue.record("must fail") } catch let e as StoreError {
+            #expect(e.kind == .denied && e.description.contains("access denied") && e.description.contains("InvalidAccessKeyId"), "\(e)")
+            #expect(!e.description.contains("\n") && !e.description.contains("attempts"))
+        }
+        // Through the command line too: one line, exit 2.
+        let r = try runProcess("/usr/bin/env", ["AWS_ACCESS_KEY_ID=wrong", "AWS_SECRET_ACCESS_KEY=wrong", litectlBinary, "snapshots",
+                                                "--repo", "s3://\(try server.makeBucket())/r", "--endpoint", proxy.endpoint])
+        #expect(r.status == 2 && r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("access denied"), "\(r.stderr)")
+    }
+
     @Test func settingsResolveLikeTheAWSCLI() throws {
         let folder = try TemporaryFolder("aws")
         try FileManager.default.createDirectory(atPath: folder.file(".aws"), withIntermediateDirectories: true)

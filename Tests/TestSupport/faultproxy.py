@@ -38,7 +38,9 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         if n <= args.fail_first or (args.fail_every and n % args.fail_every == 0):
-            payload = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>" if args.status == 503 else b"<Error><Code>InternalError</Code></Error>"
+            payload = {503: b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>",
+                       403: b"<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>",
+                       }.get(args.status, b"<Error><Code>InternalError</Code></Error>")
             self.send_response(args.status)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
