@@ -114,17 +114,29 @@ public enum RepoBackup {
         }
         try? source.close()
 
-        // Facts and checks of the copy run beside the page scan (they only read it).
-        let (scan, facts) = try withoutActuallyEscaping(progress) { progress in try Concurrently.run({ () throws -> PageScan in
-            try scanPages(copyFile.path, repository: repository, index: index, lock: lock) {
-                progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
-            }
-        }, { () throws -> (CopyFacts, String) in
-            let facts = try BackupJob.inspect(copyFile.path, verify: request.verify)
-            guard facts.passed else { return (facts, "") }
-            return (facts, try ContentHasher.hash(path: copyFile.path).digest)
-        }) }
-        let (copyFacts, logicalHash) = facts
+        // The checks of the copy run beside the page scan (they only read it):
+        // the scan and then the quick_check on one thread, the logical hash
+        // (the longest) on the other.
+        let ((scan, copyFacts), logicalHash) = try withoutActuallyEscaping(progress) { progress in
+            try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
+                let scan = try scanPages(copyFile.path, repository: repository, index: index, lock: lock) {
+                    progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
+                }
+                do {
+                    return (scan, try BackupJob.inspect(copyFile.path, verify: request.verify))
+                } catch let error as DatabaseError where error.code.primary == .corrupt || error.code.primary == .notadb {
+                    // A copy too damaged for the check to run: name the source, not our temporary file.
+                    throw DatabaseError(code: .corrupt, message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no snapshot made: \(error.message)",
+                                        path: request.source)
+                }
+            }, { () -> String in
+                // A copy too damaged to hash fails its check, which is reported instead.
+                (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
+            })
+        }
+        if copyFacts.passed && logicalHash.isEmpty {
+            throw DatabaseError(code: .corrupt, message: "cannot compute the copy's logical hash; no snapshot made", path: request.source)
+        }
         if !copyFacts.passed {
             throw DatabaseError(code: .corrupt,
                                 message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no snapshot made: \(copyFacts.checkResult)",
