@@ -36,6 +36,9 @@ struct TestRepo {
     }
 }
 
+/// The same credentials for a shell line (moto accepts any).
+let shellS3Env = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1"
+
 /// Runs litectl with S3 test credentials (moto accepts any) in its environment.
 func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> ProcessResult {
     var all = ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"]
@@ -276,7 +279,7 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
             // The kill must be able to land before the run ends: a run shorter than the
             // shortest delay is not counted as killed (the shell only echoes on a kill).
             let delay = Double.random(in: 0.01...max(0.02, (prune ? pruneTime : backupTime) * 0.5), using: &rng)
-            let script = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 LITECTL_PACK_SIZE=32768; "
+            let script = shellS3Env + " LITECTL_PACK_SIZE=32768; "
                 + "\(litectlBinary) \(prune ? "prune" : "backup '\(app)'") --repo '\(repo.url)' \(repo.options.joined(separator: " ")) & "
                 + "pid=$!; sleep \(delay); kill -9 $pid 2>/dev/null && echo killed; wait $pid; true"
             let r = try runProcess("/bin/bash", ["-c", script])
@@ -319,7 +322,7 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         try makeApp(a, rows: 8000)
         try makeApp(b, rows: 9000)
         #expect(try runLitectl(["repo", "init", repo.url] + repo.options).status == 0)
-        let script = "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 LITECTL_PACK_SIZE=65536; "
+        let script = shellS3Env + " LITECTL_PACK_SIZE=65536; "
             + "for i in 1 2 3; do \(litectlBinary) backup \"$1\" --repo '\(repo.url)' \(repo.options.joined(separator: " ")) || exit 1; done"
         let one = Process(), two = Process()
         for (p, db) in [(one, a), (two, b)] {

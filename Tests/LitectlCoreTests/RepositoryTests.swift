@@ -3,6 +3,8 @@
 // restored and compared with the database it was taken from (litectl hash
 // and the sqlite3 CLI's integrity_check as the oracles); damaged objects are
 // errors, never crashes; a wrong key is refused.
+import Crypto
+import Foundation
 import XCTest
 @testable import LitectlCore
 import TestSupport
@@ -113,7 +115,6 @@ final class RepositoryTests: XCTestCase {
             XCTAssertNil(String(decoding: bytes, as: UTF8.self).range(of: "plain text"), object.key)
             XCTAssertNil(String(decoding: bytes, as: UTF8.self).range(of: "litectl-snapshot"), object.key)
         }
-        // The page ids are keyed: a plain SHA-256 of the page is not one of them.
         let ids = try repository.pageIDs(of: outcome.snapshot)
         XCTAssertEqual(ids.count, outcome.snapshot.pageCount)
         // A wrong key file and a missing key are clear errors.
@@ -128,6 +129,13 @@ final class RepositoryTests: XCTestCase {
         let reopened = try Repository.open(store, secret: .keyFile(keyPath))
         try restore(try reopened.snapshots().snapshots[0], reopened, to: folder.file("back.db"))
         XCTAssertEqual(try sqlite3Scalar(folder.file("back.db"), "SELECT x FROM secret"), "plain text that must not show")
+        // The page ids are keyed: the restored file's pages are the stored ones, and
+        // no id is a plain SHA-256 of any of them (stored names reveal no content).
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: folder.file("back.db")))
+        let pageSize = outcome.snapshot.pageSize
+        XCTAssertEqual(bytes.count, ids.count * pageSize)
+        let plain = Set(stride(from: 0, to: bytes.count, by: pageSize).map { PageID(digest: SHA256.hash(data: bytes[$0..<$0 + pageSize])) })
+        XCTAssertTrue(plain.isDisjoint(with: ids))
     }
 
     /// Damaged or hostile objects are errors naming the object, never a crash:

@@ -61,23 +61,6 @@ public final class SharedIndex: @unchecked Sendable {
 public enum RepoBackup {
     static let temporaryStem = "litectl-snapshot"
 
-    /// Removes temporary copies (`.litectl-snapshot.tmp-<pid>-<n>` and their
-    /// -wal/-shm) that runs killed with SIGKILL left in `folder`: only ours,
-    /// only when their process is gone.
-    static func removeStaleCopies(in folder: String) {
-        guard let dir = opendir(folder) else { return }
-        defer { closedir(dir) }
-        let prefix = "." + temporaryStem + ".tmp-"
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
-            guard name.hasPrefix(prefix) else { continue }
-            let parts = name.dropFirst(prefix.count).split(separator: "-", maxSplits: 2)
-            guard parts.count >= 2, let pid = Int32(parts[0]), pid > 0, pid != getpid(),
-                  UInt32(parts[1]) != nil || ["wal", "shm", "journal"].contains(where: { parts.count == 3 && parts[2] == Substring($0) }) else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { unlink((folder.hasSuffix("/") ? folder : folder + "/") + name) }
-        }
-    }
-
     /// The folder for temporary copies.
     public static func temporaryFolder(_ requested: String?) -> String {
         if let requested { return requested }

@@ -20,7 +20,8 @@ public enum RepoBackupBatch {
         let lock = try RepoLock(repository, exclusive: false, command: "backup", timeout: lockTimeout)
         defer { lock.release() }
         if let folder = repository.store as? FolderStore { folder.removeStaleTemporaryFiles() }
-        RepoBackup.removeStaleCopies(in: RepoBackup.temporaryFolder(template.temporaryFolder))
+        // Temporary copies (and their -wal/-shm) that backups killed with SIGKILL left.
+        TemporaryFiles.removeStale(in: RepoBackup.temporaryFolder(template.temporaryFolder), stem: RepoBackup.temporaryStem)
         let index = SharedIndex(try repository.loadIndex())
         let snapshots = try repository.snapshots().snapshots
         let results = ResultBox(count: sources.count)

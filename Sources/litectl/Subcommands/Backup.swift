@@ -108,11 +108,7 @@ struct Backup: ParsableCommand {
                                valueName: "seconds"))
     var timeout: Double = 60
 
-    @Option(help: ArgumentHelp("Keep the newest N backups of each source.", valueName: "n")) var keepLast = 0
-    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N hours.", valueName: "n")) var keepHourly = 0
-    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N days.", valueName: "n")) var keepDaily = 0
-    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N weeks.", valueName: "n")) var keepWeekly = 0
-    @Option(help: ArgumentHelp("Keep the newest backup of each of the last N months.", valueName: "n")) var keepMonthly = 0
+    @OptionGroup(title: "Retention") var keep: KeepOptions
 
     @Flag(help: "Make no backup; list what the retention options would remove.")
     var dryRun = false
@@ -134,9 +130,7 @@ struct Backup: ParsableCommand {
         var level: VerifyLevel { VerifyLevel(rawValue: rawValue)! }
     }
 
-    var policy: RetentionPolicy {
-        RetentionPolicy(last: keepLast, hourly: keepHourly, daily: keepDaily, weekly: keepWeekly, monthly: keepMonthly)
-    }
+    var policy: RetentionPolicy { keep.policy }
 
     func validate() throws {
         if config != nil {
@@ -150,10 +144,7 @@ struct Backup: ParsableCommand {
         }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more.") }
         if let gzipLevel, !(1...9).contains(gzipLevel) { throw ValidationError("--gzip-level must be 1 to 9.") }
-        for (name, n) in [("--keep-last", keepLast), ("--keep-hourly", keepHourly), ("--keep-daily", keepDaily),
-                          ("--keep-weekly", keepWeekly), ("--keep-monthly", keepMonthly)] where n < 0 {
-            throw ValidationError("\(name) must be 0 or more.")
-        }
+        try keep.check()
         guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
         if dryRun && policy.isEmpty { throw ValidationError("--dry-run lists what retention would remove: give a --keep-* option.") }
     }

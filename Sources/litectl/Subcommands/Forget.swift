@@ -70,13 +70,13 @@ struct Forget: ParsableCommand {
     }
 }
 
-/// The --keep-* options shared by forget and backup.
+/// The --keep-* options of backup (backups in a folder, or snapshots) and forget (snapshots).
 struct KeepOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Keep the newest N snapshots of each database.", valueName: "n")) var keepLast = 0
-    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N hours.", valueName: "n")) var keepHourly = 0
-    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N days.", valueName: "n")) var keepDaily = 0
-    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N weeks.", valueName: "n")) var keepWeekly = 0
-    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the last N months.", valueName: "n")) var keepMonthly = 0
+    @Option(help: ArgumentHelp("Keep the newest N backups (snapshots) of each database.", valueName: "n")) var keepLast = 0
+    @Option(help: ArgumentHelp("Keep the newest backup (snapshot) of each of the last N hours.", valueName: "n")) var keepHourly = 0
+    @Option(help: ArgumentHelp("Keep the newest backup (snapshot) of each of the last N days.", valueName: "n")) var keepDaily = 0
+    @Option(help: ArgumentHelp("Keep the newest backup (snapshot) of each of the last N weeks.", valueName: "n")) var keepWeekly = 0
+    @Option(help: ArgumentHelp("Keep the newest backup (snapshot) of each of the last N months.", valueName: "n")) var keepMonthly = 0
 
     var policy: RetentionPolicy {
         RetentionPolicy(last: keepLast, hourly: keepHourly, daily: keepDaily, weekly: keepWeekly, monthly: keepMonthly)
