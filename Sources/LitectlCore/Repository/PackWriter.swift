@@ -1,4 +1,6 @@
-// Gathers the blobs of new pages (zlib-compressed, then sealed) into pack
+// Gathers new pages into blobs (in a version-2 repository up to 64 pages or
+// 256 KiB compressed together with zstd, so that similar pages compress as a
+// stream would; one page per zlib blob in version 1), the blobs into pack
 // objects of about `Repository.packSize` bytes, writes each whole pack once
 // (never one object per page), and remembers where each page went for the
 // index object the run writes after its packs.
@@ -7,97 +9,166 @@ import Crypto
 final class PackWriter {
     let repository: Repository
     private var buffer: [UInt8] = []
-    /// Every page added, in order, with where its blob went: flat arrays
-    /// (48 bytes a page), the pack numbers set when each pack is written.
+    /// Every page claimed by this run, in the order of the blobs that hold
+    /// them: blob b holds ids[blobFirst[b] ..< blobFirst[b] + blobs[b].pages].
     private(set) var ids: [PageID] = []
-    private var offsets: [UInt32] = []
-    private var lengths: [UInt32] = []
-    private var packNumbers: [UInt32] = []
-    private var packs: [PageID] = []
-    /// Pages added whose pack is not written yet (the last of `ids`).
-    private var pendingCount = 0
-    /// 8-byte id prefixes of the pages added → their position in `ids`: finds a
-    /// page added twice in one run (zero pages, copies) in a quarter of the
-    /// memory of a set of whole ids; the whole id is always compared.
-    private var byPrefix: [UInt64: UInt32] = [:]
+    private(set) var blobs: [BlobRecord] = []
+    private var blobFirst: [UInt32] = []
+    /// The packs written, by their run-local number (`BlobRecord.pack`).
+    private(set) var packs: [PageID] = []
+    /// Blobs added whose pack is not written yet (the last of `blobs`).
+    private var pendingBlobs = 0
+    private var table = IDTable()
     private(set) var bytesWritten: Int64 = 0
     private(set) var packsWritten = 0
-    /// Called after each pack is stored (lock refresh, progress).
+    /// Called after each pack is stored (lock refresh).
     var afterPack: () throws -> Void = {}
 
     init(repository: Repository) {
         self.repository = repository
     }
 
-    /// Whether this run already added the page.
-    func contains(_ id: PageID) -> Bool {
-        guard let at = byPrefix[id.a] else { return false }
-        return ids[Int(at)] == id
+    /// The position of a page this run claimed, or nil.
+    func position(of id: PageID) -> Int? { table.find(id, in: ids) }
+
+    /// Claims a new page: it gets the next position, and must then be put in a
+    /// blob (in claim order). Returns nil when the run claimed it already.
+    func claim(_ id: PageID) -> Int? {
+        if table.find(id, in: ids) != nil { return nil }
+        ids.append(id)
+        table.insert(id, position: UInt32(ids.count - 1), in: ids)
+        return ids.count - 1
     }
 
-    /// Adds a page's blob (already compressed and sealed).
-    func add(_ id: PageID, blob: [UInt8]) throws {
+    /// Adds a blob (compressed, sealed) holding the next `pages` claimed pages.
+    func add(blob: [UInt8], first: Int, pages: Int, pageSizeLog2: UInt8) throws {
+        precondition(first == (blobFirst.last.map { Int($0) } ?? 0) + Int(blobs.last?.pages ?? 0) && first + pages <= ids.count,
+                     "blobs are added in claim order")
         // One allocation for the pack, never doubled past it.
         if buffer.capacity < repository.packSize + blob.count { buffer.reserveCapacity(repository.packSize + 2 * blob.count + 4096) }
-        if byPrefix[id.a] == nil { byPrefix[id.a] = UInt32(ids.count) }
-        ids.append(id); offsets.append(UInt32(buffer.count)); lengths.append(UInt32(blob.count)); packNumbers.append(0)
-        pendingCount += 1
+        blobs.append(BlobRecord(pack: UInt32(packs.count), offset: UInt32(buffer.count), length: UInt32(blob.count),
+                                pages: UInt8(pages), pageSizeLog2: pageSizeLog2, source: 0))
+        blobFirst.append(UInt32(first))
+        pendingBlobs += 1
         buffer.append(contentsOf: blob)
         if buffer.count >= repository.packSize { try flush() }
     }
 
     /// Writes the pack in progress, if any.
     func flush() throws {
-        guard pendingCount > 0 else { return }
+        guard pendingBlobs > 0 else { return }
         let pack = PageID(digest: SHA256.hash(data: buffer))
         try repository.store.put(Repository.packKey(pack), buffer)
-        let number = UInt32(packs.count)
         packs.append(pack)
-        for i in (ids.count - pendingCount)..<ids.count { packNumbers[i] = number }
         bytesWritten += Int64(buffer.count)
         packsWritten += 1
         buffer.removeAll(keepingCapacity: true)
-        pendingCount = 0
+        pendingBlobs = 0
         try afterPack()
     }
 
-    /// Entries of the packs written.
-    var written: [IndexEntry] {
-        (0..<(ids.count - pendingCount)).map {
-            IndexEntry(id: ids[$0], location: BlobLocation(pack: packs[Int(packNumbers[$0])], offset: offsets[$0], length: lengths[$0]))
-        }
+    /// Blobs in written packs.
+    var writtenBlobCount: Int { blobs.count - pendingBlobs }
+
+    /// The ids of the pages in written packs.
+    var writtenIDs: ArraySlice<PageID> {
+        let n = writtenBlobCount
+        return ids.prefix(n == 0 ? 0 : Int(blobFirst[n - 1]) + Int(blobs[n - 1].pages))
     }
+
+    /// The pack id of a written blob.
+    func pack(ofBlob b: Int) -> PageID { packs[Int(blobs[b].pack)] }
+
+    /// The id of the page in `slot` of blob `b`.
+    func id(blob b: Int, slot: Int) -> PageID { ids[Int(blobFirst[b]) + slot] }
 
     /// Writes the index object for every pack written; returns its size in bytes (0 when nothing was written).
     func writeIndex() throws -> Int {
-        let count = ids.count - pendingCount
-        guard count > 0 else { return 0 }
-        let (_, bytes) = try repository.putObject(prefix: "index", IndexObject.encode(ids: ids.prefix(count), packNumbers: packNumbers,
-                                                                                        offsets: offsets, lengths: lengths, packs: packs))
-        return bytes
+        let n = writtenBlobCount
+        guard n > 0 else { return 0 }
+        let object = IndexObject.encode(for: repository, packs: packs, blobCount: n, blob: { self.blobs[$0] },
+                                        id: { self.ids[Int(self.blobFirst[$0]) + $1] })
+        return try repository.putObject(prefix: "index", object).bytes
     }
 
     /// The memory no longer needed once the index object is written.
-    func releaseLookup() { byPrefix = [:]; buffer = [] }
+    func releaseLookup() { table = IDTable(); buffer = [] }
+}
+
+/// An open-addressing table from page ids to their positions in an array of
+/// ids kept elsewhere: 4 bytes a slot, two slots an id, the whole id always
+/// compared. Finds a page a run met twice (zero pages, copies) in a tenth of
+/// the memory of a dictionary of ids.
+struct IDTable {
+    private var slots: [UInt32] = []
+    private var count = 0
+    private static let empty = UInt32.max
+
+    func find(_ id: PageID, in ids: [PageID]) -> Int? {
+        guard !slots.isEmpty else { return nil }
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: id.b) & mask
+        while true {
+            let p = slots[i]
+            if p == Self.empty { return nil }
+            if ids[Int(p)] == id { return Int(p) }
+            i = (i + 1) & mask
+        }
+    }
+
+    mutating func insert(_ id: PageID, position: UInt32, in ids: [PageID]) {
+        if (count + 1) * 2 > slots.count { grow(ids) }
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: id.b) & mask
+        while slots[i] != Self.empty { i = (i + 1) & mask }
+        slots[i] = position
+        count += 1
+    }
+
+    private mutating func grow(_ ids: [PageID]) {
+        let old = slots
+        slots = [UInt32](repeating: Self.empty, count: max(1024, old.count * 2))
+        let mask = slots.count - 1
+        for p in old where p != Self.empty {
+            var i = Int(truncatingIfNeeded: ids[Int(p)].b) & mask
+            while slots[i] != Self.empty { i = (i + 1) & mask }
+            slots[i] = p
+        }
+    }
 }
 
 extension Repository {
-    /// A page as stored: zlib, then sealed.
-    func blob(of page: UnsafeRawBufferPointer) throws -> [UInt8] {
-        try keys.seal(Zlib.compress(page, level: 6))
+    /// Pages as stored: `pages` whole pages compressed (zstd, or zlib for the
+    /// one page of a version-1 blob), then sealed.
+    func blob(of pages: UnsafeRawBufferPointer, compressor: ZstdCompressor) throws -> [UInt8] {
+        if version == 1 { return try keys.seal(Zlib.compress(pages, level: 6)) }
+        return try keys.seal(compressor.compress(pages))
     }
 
-    /// A page back from its blob, checked against its id.
-    func page(fromBlob blob: [UInt8], id: PageID, pageSize: Int, what: String) throws -> [UInt8] {
+    /// A blob's pages back (`pages` × `pageSize` bytes), each checked against
+    /// its id when `ids` gives them (nil entries are not checked).
+    func pages(fromBlob blob: [UInt8], pages: Int, pageSize: Int, ids: [PageID?], decompressor: ZstdDecompressor,
+               what: String) throws -> [UInt8] {
         let compressed = try keys.open(blob, what: what)
-        guard let page = Zlib.decompress(compressed, size: pageSize) else {
-            throw StoreError(.other, location: what, message: "damaged page \(id.hex.prefix(12)): cannot decompress")
+        let out: [UInt8]?
+        if version == 1 {
+            out = pages == 1 ? Zlib.decompress(compressed, size: pageSize) : nil
+        } else {
+            out = compressed.withUnsafeBytes { decompressor.decompress($0, size: pages * pageSize) }
         }
-        let actual = page.withUnsafeBytes { keys.pageID($0) }
-        guard actual == id else {
-            throw StoreError(.other, location: what, message: "damaged page \(id.hex.prefix(12)): its content does not match its id")
+        guard let out else {
+            throw StoreError(.other, location: what, message: "damaged blob of \(pages) page(s): cannot decompress")
         }
-        return page
+        try out.withUnsafeBytes { raw in
+            for (slot, id) in ids.enumerated() {
+                guard let id else { continue }
+                let actual = keys.pageID(UnsafeRawBufferPointer(rebasing: raw[slot * pageSize..<(slot + 1) * pageSize]))
+                guard actual == id else {
+                    throw StoreError(.other, location: what, message: "damaged page \(id.hex.prefix(12)): its content does not match its id")
+                }
+            }
+        }
+        return out
     }
 
     /// The page id of raw page bytes.

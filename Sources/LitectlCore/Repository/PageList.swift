@@ -2,7 +2,7 @@
 // list, or a delta (the pages that differ) on a full list. A delta always
 // refers to a full list, never to another delta, so loading one snapshot reads
 // at most two list objects, whatever the history.
-// Format (before zlib and sealing), little-endian:
+// Format (before compression, zstd or zlib in version 1, and sealing), little-endian:
 //   "LCPL" u32 version=1 | u8 kind (0 full, 1 delta) | u32 page count
 //   full:  page count × page id (32 bytes)
 //   delta: base list id (32) | u32 change count | changes: u32 page index, page id
@@ -22,25 +22,29 @@ public enum PageListObject {
         }
     }
 
-    static func encodeFull(_ ids: [PageID]) -> [UInt8] {
-        var w = ByteWriter()
-        w.bytes.reserveCapacity(13 + ids.count * 32)
-        w.raw(magic); w.u32(1); w.u8(0); w.u32(UInt32(ids.count))
-        for id in ids { w.id(id) }
-        return Zlib.compress(w.bytes, level: 1)
+    static func encodeFull(_ ids: [PageID], for repository: Repository) -> [UInt8] {
+        encodeFull(count: ids.count, for: repository) { ids[$0] }
     }
 
-    static func encodeDelta(base: PageID, pageCount: Int, changes: [(index: UInt32, id: PageID)]) -> [UInt8] {
-        var w = ByteWriter()
+    /// A full list of `count` ids, `id(i)` giving the i-th.
+    static func encodeFull(count: Int, for repository: Repository, id: (Int) -> PageID) -> [UInt8] {
+        let w = ObjectWriter(repository: repository, size: 13 + 32 * count)
+        w.raw(magic); w.u32(1); w.u8(0); w.u32(UInt32(count))
+        for i in 0..<count { w.id(id(i)) }
+        return w.finish()
+    }
+
+    static func encodeDelta(base: PageID, pageCount: Int, changes: [(index: UInt32, id: PageID)], for repository: Repository) -> [UInt8] {
+        let w = ObjectWriter(repository: repository, size: 13 + 36 + 36 * changes.count)
         w.raw(magic); w.u32(1); w.u8(1); w.u32(UInt32(pageCount))
         w.id(base); w.u32(UInt32(changes.count))
         for c in changes { w.u32(c.index); w.id(c.id) }
-        return Zlib.compress(w.bytes, level: 1)
+        return w.finish()
     }
 
     /// The header and, for a full list, the ids.
     static func decode(_ compressed: [UInt8], what: String) throws -> (pageCount: Int, kind: Kind, ids: [PageID]) {
-        let raw = try inflate(compressed, what: what)
+        let raw = try decompressObject(compressed, what: what)
         var r = ByteReader(raw, what: what)
         guard try r.raw(4) == magic else { throw r.damaged("not a page list") }
         guard try r.u32() == 1 else { throw r.damaged("unknown page list version") }

@@ -40,21 +40,54 @@ public struct RepoBackupOutcome: Sendable {
 }
 
 /// The repository's index as this process knows it, shared by the backups a
-/// run makes (one at a time or several at once).
+/// run makes (one at a time or several at once): the index read at the start,
+/// which does not change during the run, and the pages that the run's
+/// finished backups stored since.
 public final class SharedIndex: @unchecked Sendable {
-    private var index: RepoIndex
+    let base: RepoIndex
+    private var added = Set<PageID>()
     private var mutex = pthread_mutex_t()
 
-    public init(_ index: RepoIndex) { self.index = index; pthread_mutex_init(&mutex, nil) }
+    public init(_ index: RepoIndex) { base = index; pthread_mutex_init(&mutex, nil) }
 
-    func contains(_ id: PageID) -> Bool {
+    /// Whether an earlier backup of this run stored the page.
+    func addedContains(_ id: PageID) -> Bool {
         pthread_mutex_lock(&mutex); defer { pthread_mutex_unlock(&mutex) }
-        return index.contains(id)
+        return added.contains(id)
     }
 
-    func add(_ entries: [IndexEntry], objectKey: String) {
+    func add<S: Sequence>(_ ids: S) where S.Element == PageID {
         pthread_mutex_lock(&mutex); defer { pthread_mutex_unlock(&mutex) }
-        index.add(entries, objectKey: objectKey)
+        added.formUnion(ids)
+    }
+
+    var hasAdded: Bool {
+        pthread_mutex_lock(&mutex); defer { pthread_mutex_unlock(&mutex) }
+        return !added.isEmpty
+    }
+}
+
+/// A snapshot's pages as 4-byte references while a backup runs, rather than
+/// 32-byte ids: a position in the shared index, a page this backup stored, or
+/// (rarely) a page another backup of the same run stored, kept whole.
+struct PageRefs {
+    static let own: UInt32 = 1 << 31, other: UInt32 = 3 << 30, kindMask: UInt32 = 3 << 30
+    /// Never equal to a reference (an id the index lacks, in a parent's list).
+    static let none = UInt32.max
+    var refs: [UInt32] = []
+    var others: [PageID] = []
+
+    mutating func appendOther(_ id: PageID) {
+        refs.append(Self.other | UInt32(others.count)); others.append(id)
+    }
+
+    func id(_ i: Int, index: RepoIndex, writer: PackWriter) -> PageID {
+        let r = refs[i]
+        switch r & Self.kindMask {
+        case Self.other: return others[Int(r & ~Self.kindMask)]
+        case Self.own: return writer.ids[Int(r & ~Self.own)]
+        default: return index.entries[Int(r)].id
+        }
     }
 }
 
@@ -133,7 +166,7 @@ public enum RepoBackup {
         scan.writer.releaseLookup()
 
         let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
-        let (listID, listBytes) = try writeList(scan.ids, parent: parent, repository: repository)
+        let (listID, listBytes) = try writeList(scan, index: index.base, parent: parent, repository: repository)
         bytesAdded += Int64(listBytes)
 
         var header: [(String, JSON)] = []
@@ -148,7 +181,7 @@ public enum RepoBackup {
         header.sort { $0.0 < $1.0 }
         var snapshot = Snapshot(
             database: DurableFolder.baseName(of: sourcePath), path: sourcePath, hostname: RepoLock.hostname,
-            time: started, tags: request.tags, pageSize: scan.pageSize, pageCount: scan.ids.count,
+            time: started, tags: request.tags, pageSize: scan.pageSize, pageCount: scan.pageCount,
             list: listID, parent: parent?.id, databaseSHA256: scan.sha256, logicalHash: logicalHash,
             header: header, pagesNew: scan.newPages, bytesAdded: 0,
             durationSeconds: 0, strategy: result.strategy.rawValue,
@@ -159,15 +192,16 @@ public enum RepoBackup {
         let (id, _) = try repository.putObject(prefix: "snapshots", snapshot.encoded())
         snapshot.id = id
         // Later backups of this run must know these pages (a single one need not).
-        if rememberPages { index.add(scan.writer.written, objectKey: "") }
-        return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.ids.count, pagesNew: scan.newPages,
+        if rememberPages { index.add(scan.writer.writtenIDs) }
+        return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.pageCount, pagesNew: scan.newPages,
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds)
     }
 
     struct PageScan {
-        var ids: [PageID] = []
+        var refs = PageRefs()
         var pageSize = 0
+        var pageCount = 0
         var newPages = 0
         var packBytes: Int64 = 0
         var sha256 = ""
@@ -175,7 +209,10 @@ public enum RepoBackup {
         var writer: PackWriter
     }
 
-    /// Reads the copy page by page: ids, and the new pages into packs.
+    /// Reads the copy in chunks: per chunk, the file's SHA-256 and the page ids
+    /// side by side; each page found in the index, in this run, or claimed as
+    /// new; the new ones gathered into blobs, compressed on every core, and
+    /// written into packs.
     static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
                           progress: (Int, Int) -> Void) throws -> PageScan {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -188,8 +225,8 @@ public enum RepoBackup {
         guard size >= 512, pread(fd, &head, 100, 0) == 100 else {
             throw DatabaseError(code: .notadb, message: "the copy is empty", path: path)
         }
-        var pageSize = Int(head[16]) << 8 | Int(head[17])
-        if pageSize == 1 { pageSize = 65536 }
+        let field = Int(head[16]) << 8 | Int(head[17])
+        let pageSize = field == 1 ? 65536 : field
         guard pageSize >= 512, pageSize & (pageSize - 1) == 0, size % pageSize == 0 else {
             throw DatabaseError(code: .notadb, message: "the copy's size is not a whole number of pages", path: path)
         }
@@ -197,10 +234,45 @@ public enum RepoBackup {
         if let lock { writer.afterPack = { try lock.refresh() } }
         var scan = PageScan(pageSize: pageSize, writer: writer)
         let pageCount = size / pageSize
-        scan.ids.reserveCapacity(pageCount)
+        scan.pageCount = pageCount
+        scan.refs.refs.reserveCapacity(pageCount)
+        let base = index.base
+        let checkOthers = index.hasAdded
         var hasher = SHA256Hasher()
-        let chunkPages = max(1, (1 << 20) / pageSize)
+        let groupPages = repository.blobPages(pageSize: pageSize)
+        let log2 = UInt8(pageSize.trailingZeroBitCount)
+        let chunkPages = max(groupPages, (2 << 20) / pageSize)
         var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
+        var ids = [PageID](repeating: PageID(a: 0, b: 0, c: 0, d: 0), count: chunkPages)
+        // The blob being filled: its pages' bytes and the position of its first.
+        var group: [UInt8] = []
+        group.reserveCapacity(groupPages * pageSize)
+        var groupFirst = 0
+        var full: [(first: Int, pages: [UInt8])] = []
+        let workers = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+        let compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel) }
+
+        /// Compresses the full blobs on every core and adds them in order.
+        func store(_ blobs: [(first: Int, pages: [UInt8])]) throws {
+            guard !blobs.isEmpty else { return }
+            let made = Locked([[UInt8]?](repeating: nil, count: blobs.count))
+            let failure = Locked<(any Error)?>(nil)
+            let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
+            DispatchQueue.concurrentPerform(iterations: n) { w in
+                for j in stride(from: w, to: blobs.count, by: n) {
+                    do {
+                        let blob = try blobs[j].pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
+                        made.withLock { $0[j] = blob }
+                    } catch { failure.withLock { $0 = error } }
+                }
+            }
+            if let error = failure.withLock({ $0 }) { throw error }
+            let blobsMade = made.withLock { $0 }
+            for (j, item) in blobs.enumerated() {
+                try writer.add(blob: blobsMade[j]!, first: item.first, pages: item.pages.count / pageSize, pageSizeLog2: log2)
+            }
+        }
+
         var page = 0
         while page < pageCount {
             let n = min(chunkPages, pageCount - page)
@@ -214,38 +286,47 @@ public enum RepoBackup {
             }
             if page == 0 { scan.firstPage = Array(buffer[0..<pageSize]) }
             try buffer.withUnsafeBytes { all in
-                hasher.update(UnsafeRawBufferPointer(rebasing: all[0..<want]))
-                var fresh: [(page: Int, id: PageID)] = []
-                var freshIDs = Set<PageID>()
-                for k in 0..<n {
-                    let id = repository.pageID(UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
-                    scan.ids.append(id)
-                    if !index.contains(id) && !writer.contains(id) && freshIDs.insert(id).inserted { fresh.append((k, id)) }
+                // The file's SHA-256 on one thread, the page ids on the others.
+                nonisolated(unsafe) let chunk = UnsafeRawBufferPointer(rebasing: all[0..<want])
+                let idWorkers = max(1, min(workers, 4) - 1)
+                ids.withUnsafeMutableBufferPointer { out in
+                    nonisolated(unsafe) let out = out
+                    nonisolated(unsafe) var h = hasher
+                    DispatchQueue.concurrentPerform(iterations: idWorkers + 1) { w in
+                        if w == idWorkers { h.update(chunk); return }
+                        for k in stride(from: w, to: n, by: idWorkers) {
+                            out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: chunk[k * pageSize..<(k + 1) * pageSize]))
+                        }
+                    }
+                    hasher = h
                 }
-                // New pages are compressed on every core (a first backup is mostly this).
-                let blobs = Locked([[UInt8]?](repeating: nil, count: fresh.count))
-                nonisolated(unsafe) let base = UnsafeRawBufferPointer(all)  // read-only while the workers run
-                let pages = fresh.map(\.page)
-                let failure = Locked<(any Error)?>(nil)
-                let size = pageSize
-                let workers = pages.count >= 8 ? min(ProcessInfo.processInfo.activeProcessorCount, 4) : 1
-                DispatchQueue.concurrentPerform(iterations: workers) { w in
-                    for j in stride(from: w, to: pages.count, by: workers) {
-                        let k = pages[j]
-                        do {
-                            let blob = try repository.blob(of: UnsafeRawBufferPointer(rebasing: base[k * size..<(k + 1) * size]))
-                            blobs.withLock { $0[j] = blob }
-                        } catch { failure.withLock { $0 = error } }
+                for k in 0..<n {
+                    let id = ids[k]
+                    if let p = base.position(of: id) {
+                        scan.refs.refs.append(UInt32(p))
+                    } else if let p = writer.position(of: id) {
+                        scan.refs.refs.append(PageRefs.own | UInt32(p))
+                    } else if checkOthers && index.addedContains(id) {
+                        scan.refs.appendOther(id)
+                    } else {
+                        let p = writer.claim(id)!
+                        scan.refs.refs.append(PageRefs.own | UInt32(p))
+                        if group.isEmpty { groupFirst = p }
+                        group.append(contentsOf: UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
+                        scan.newPages += 1
+                        if group.count == groupPages * pageSize {
+                            full.append((groupFirst, group))
+                            group.removeAll(keepingCapacity: true)
+                        }
                     }
                 }
-                if let error = failure.withLock({ $0 }) { throw error }
-                let made = blobs.withLock { $0 }
-                for (j, item) in fresh.enumerated() { try writer.add(item.id, blob: made[j]!) }
-                scan.newPages += fresh.count
             }
+            try store(full)
+            full.removeAll()
             page += n
             progress(page, pageCount)
         }
+        if !group.isEmpty { try store([(groupFirst, group)]) }
         try writer.flush()
         scan.packBytes = writer.bytesWritten
         scan.sha256 = hasher.finalizeHex()
@@ -254,20 +335,30 @@ public enum RepoBackup {
 
     /// Writes the snapshot's page list: a delta on the parent's full list when
     /// that is less than half the size of a full list, else a full list.
-    static func writeList(_ ids: [PageID], parent: Snapshot?, repository: Repository) throws -> (String, Int) {
+    static func writeList(_ scan: PageScan, index: RepoIndex, parent: Snapshot?, repository: Repository) throws -> (String, Int) {
+        let refs = scan.refs, writer = scan.writer, count = scan.pageCount
         if let parent, let baseKey = try? repository.listKeys(of: parent).last,
-           let base = try? PageListObject.decode(try repository.getObject(baseKey), what: baseKey), base.kind == .full {
+           let baseID = PageID(hex: String(baseKey.dropFirst("lists/".count))),
+           let baseRefs = try? parentRefs(baseKey, index: index, repository: repository) {
             var changes: [(index: UInt32, id: PageID)] = []
-            let limit = ids.count * 32 / 2 / 36
-            for (i, id) in ids.enumerated() where i >= base.ids.count || base.ids[i] != id {
-                changes.append((UInt32(i), id))
+            let limit = count * 32 / 2 / 36
+            for i in 0..<count where i >= baseRefs.count || baseRefs[i] != refs.refs[i] {
+                changes.append((UInt32(i), refs.id(i, index: index, writer: writer)))
                 if changes.count > limit { break }
             }
-            if changes.count <= limit, let baseID = PageID(hex: String(baseKey.dropFirst("lists/".count))) {
-                let (id, bytes) = try repository.putObject(prefix: "lists", PageListObject.encodeDelta(base: baseID, pageCount: ids.count, changes: changes))
-                return (id, bytes)
+            if changes.count <= limit {
+                return try repository.putObject(prefix: "lists", PageListObject.encodeDelta(base: baseID, pageCount: count, changes: changes, for: repository))
             }
         }
-        return try repository.putObject(prefix: "lists", PageListObject.encodeFull(ids))
+        return try repository.putObject(prefix: "lists", PageListObject.encodeFull(count: count, for: repository) {
+            refs.id($0, index: index, writer: writer)
+        })
+    }
+
+    /// A full list's pages as index positions (`PageRefs.none` for an id the index lacks); nil when it is not a full list.
+    static func parentRefs(_ key: String, index: RepoIndex, repository: Repository) throws -> [UInt32]? {
+        let decoded = try PageListObject.decode(try repository.getObject(key), what: key)
+        guard decoded.kind == .full else { return nil }
+        return decoded.ids.map { id in index.position(of: id).map(UInt32.init) ?? PageRefs.none }
     }
 }

@@ -1,7 +1,9 @@
 // Byte-level helpers of the repository format: little-endian writers and a
 // bounds-checked reader (objects come from storage and are never trusted),
-// and zlib compression of pages and binary objects.
+// and the two codecs: zstd (format version 2: blobs of pages and the binary
+// objects) and zlib (version 1, still read and written in version-1 repositories).
 import CZlib
+import CZstd
 
 /// Appends fixed-width little-endian integers and raw bytes.
 struct ByteWriter {
@@ -115,5 +117,146 @@ func inflate(_ compressed: [UInt8], what: String, limit: Int = 1 << 30) throws -
             // Z_BUF_ERROR with input left means no progress: damaged or truncated.
             if rc != Z_OK { throw damaged }
         }
+    }
+}
+
+/// zstd (RFC 8878). A compressor or decompressor holds its context, which is
+/// costly to make (about a megabyte at level 3): one per thread, reused, and
+/// used by one thread at a time (hence unchecked Sendable).
+final class ZstdCompressor: @unchecked Sendable {
+    private let context: OpaquePointer
+    let level: Int32
+
+    init(level: Int32) {
+        context = ZSTD_createCCtx()
+        self.level = level
+    }
+
+    deinit { ZSTD_freeCCtx(context) }
+
+    /// One frame holding `input`, its size recorded in the frame header.
+    func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        let bound = ZSTD_compressBound(input.count)
+        var out = [UInt8](repeating: 0, count: bound)
+        let n = out.withUnsafeMutableBytes { o in
+            ZSTD_compressCCtx(context, o.baseAddress, o.count, input.baseAddress, input.count, level)
+        }
+        precondition(ZSTD_isError(n) == 0, "zstd cannot fail with a bound-sized buffer")
+        out.removeLast(out.count - n)
+        return out
+    }
+
+    func compress(_ input: [UInt8]) -> [UInt8] { input.withUnsafeBytes { compress($0) } }
+}
+
+final class ZstdDecompressor: @unchecked Sendable {
+    private let context: OpaquePointer
+
+    init() { context = ZSTD_createDCtx() }
+    deinit { ZSTD_freeDCtx(context) }
+
+    /// Decompresses one frame into `out`, which it must fill exactly; false
+    /// for anything else (damaged data, a frame of another size, trailing bytes).
+    func decompress(_ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard input.count > 0 else { return false }
+        let size = ZSTD_getFrameContentSize(input.baseAddress, input.count)
+        guard size == UInt64(out.count) else { return false }
+        let n = ZSTD_decompressDCtx(context, out.baseAddress, out.count, input.baseAddress, input.count)
+        return ZSTD_isError(n) == 0 && n == out.count
+    }
+
+    /// Exactly `size` bytes back, or nil.
+    func decompress(_ input: UnsafeRawBufferPointer, size: Int) -> [UInt8]? {
+        guard size >= 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: size)
+        let ok = out.withUnsafeMutableBytes { decompress(input, into: $0) }
+        return ok ? out : nil
+    }
+}
+
+/// Decompresses a binary repository object (index, page list): zstd in
+/// version 2, zlib in version 1, told apart by their first bytes (a zstd
+/// frame starts with 28 B5 2F FD; a zlib stream's first byte is never 0x28).
+/// Refuses more than `limit` bytes of output.
+func decompressObject(_ compressed: [UInt8], what: String, limit: Int = 1 << 30) throws -> [UInt8] {
+    if compressed.count >= 4 && compressed[0] == 0x28 && compressed[1] == 0xB5 && compressed[2] == 0x2F && compressed[3] == 0xFD {
+        let damaged = StoreError(.other, location: what, message: "damaged object: cannot decompress")
+        let size = compressed.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
+        guard size <= UInt64(limit) else { throw damaged }
+        guard let out = compressed.withUnsafeBytes({ ZstdDecompressor().decompress($0, size: Int(size)) }) else { throw damaged }
+        return out
+    }
+    return try inflate(compressed, what: what, limit: limit)
+}
+
+/// Builds a binary object (index, page list) of a size known in advance and
+/// compresses it as it is written, so that a large one is never held twice:
+/// zstd at level 1 in a version-2 repository, zlib at the end in version 1.
+final class ObjectWriter {
+    private let version: Int
+    private let size: Int
+    private var pending: [UInt8] = []
+    private var output: [UInt8] = []
+    private var produced = 0
+    private var written = 0
+    private var stream: OpaquePointer?
+
+    init(repository: Repository, size: Int) {
+        version = repository.version
+        self.size = size
+        if version == 1 {
+            pending.reserveCapacity(size)
+        } else {
+            let context = ZSTD_createCCtx()!
+            ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, 1)
+            ZSTD_CCtx_setPledgedSrcSize(context, UInt64(size))
+            stream = context
+            output = [UInt8](repeating: 0, count: ZSTD_compressBound(size))
+            pending.reserveCapacity(1 << 16)
+        }
+    }
+
+    deinit { if let stream { ZSTD_freeCCtx(stream) } }
+
+    func u8(_ v: UInt8) { pending.append(v); spill() }
+    func u32(_ v: UInt32) { for s in 0..<4 { pending.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(s)))) }; spill() }
+    func raw(_ v: [UInt8]) { pending.append(contentsOf: v); spill() }
+    func id(_ v: PageID) {
+        for w in [v.a, v.b, v.c, v.d] { for s in stride(from: 56, through: 0, by: -8) { pending.append(UInt8(truncatingIfNeeded: w >> UInt64(s))) } }
+        spill()
+    }
+
+    private func spill() {
+        if stream != nil && pending.count >= 1 << 16 { feed(end: false) }
+    }
+
+    private func feed(end: Bool) {
+        guard let stream else { return }
+        written += pending.count
+        pending.withUnsafeBytes { input in
+            output.withUnsafeMutableBytes { out in
+                var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+                var outBuffer = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: produced)
+                while true {
+                    let left = ZSTD_compressStream2(stream, &outBuffer, &inBuffer, end ? ZSTD_e_end : ZSTD_e_continue)
+                    precondition(ZSTD_isError(left) == 0, "zstd streaming cannot fail with a bound-sized buffer and the pledged size")
+                    if end ? left == 0 : inBuffer.pos == inBuffer.size { break }
+                }
+                produced = outBuffer.pos
+            }
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// The compressed object.
+    func finish() -> [UInt8] {
+        if stream == nil {
+            precondition(pending.count == size, "object size announced wrongly")
+            return Zlib.compress(pending)
+        }
+        feed(end: true)
+        precondition(written == size, "object size announced wrongly")
+        output.removeLast(output.count - produced)
+        return output
     }
 }

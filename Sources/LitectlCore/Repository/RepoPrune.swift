@@ -48,6 +48,8 @@ public enum RepoForget {
 public enum RepoPrune {
     /// A pack whose live bytes are less than this share of it is rewritten.
     static let rewriteBelow = 0.5
+    /// Pages per index object that prune writes.
+    static let pagesPerIndexObject = 100_000
 
     public static func run(_ repository: Repository, dryRun: Bool, lock: RepoLock?,
                            progress: (String) -> Void = { _ in }) throws -> PruneReport {
@@ -56,43 +58,53 @@ public enum RepoPrune {
         if let d = damaged.first {
             throw StoreError(.other, location: repository.objectName(d.key), message: "cannot read a snapshot, so prune cannot tell what it needs: \(d.error)")
         }
-        // Every page and list a snapshot needs.
-        var live = Set<PageID>()
+        let index = try repository.loadIndex()
+        // Every page (by index position) and list a snapshot needs.
+        var live = [Bool](repeating: false, count: index.count)
         var liveLists = Set<String>()
         for s in snapshots {
             for key in try repository.listKeys(of: s) { liveLists.insert(key) }
-            for id in try repository.pageIDs(of: s) { live.insert(id) }
+            for id in try repository.pageIDs(of: s) {
+                guard let p = index.position(of: id) else {
+                    throw StoreError(.other, location: repository.location, message: "a snapshot needs page \(id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
+                }
+                live[p] = true
+            }
         }
-        let index = try repository.loadIndex()
+        let byBlob = index.entriesByBlob(), byPack = index.blobsByPack()
+        func pagesOf(_ b: Int) -> ArraySlice<UInt32> { byBlob.positions[Int(byBlob.starts[b])..<Int(byBlob.starts[b + 1])] }
+        var blobLive = [UInt8](repeating: 0, count: index.blobs.count)
+        for b in index.blobs.indices { blobLive[b] = UInt8(pagesOf(b).filter { live[Int($0)] }.count) }
+
         var packSizes: [PageID: Int64] = [:]
         for object in try repository.store.list(prefix: "packs/") {
             if let id = PageID(hex: String(object.key.split(separator: "/").last ?? "")) { packSizes[id] = object.size }
         }
-        // Per pack: live entries and live bytes.
-        var livePerPack: [PageID: [Int]] = [:]
-        var liveBytes: [PageID: Int64] = [:]
-        var indexedPacks = Set<PageID>()
-        for (i, at) in index.locations.enumerated() {
-            indexedPacks.insert(at.pack)
-            if live.contains(index.ids[i]) {
-                livePerPack[at.pack, default: []].append(i)
-                liveBytes[at.pack, default: 0] += Int64(at.length)
-            }
+        // Per pack: the bytes its live pages take (a blob's bytes shared by its pages).
+        var liveBytes = [Double](repeating: 0, count: index.packs.count)
+        var hasLive = [Bool](repeating: false, count: index.packs.count)
+        for (b, blob) in index.blobs.enumerated() where blobLive[b] > 0 {
+            liveBytes[Int(blob.pack)] += Double(blob.length) * Double(blobLive[b]) / Double(blob.pages)
+            hasLive[Int(blob.pack)] = true
         }
-        for id in live where !index.contains(id) {
-            throw StoreError(.other, location: repository.location, message: "a snapshot needs page \(id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
-        }
-        var deletePacks: [PageID] = [], rewritePacks: [PageID] = []
+        var deletePacks: [PageID] = [], rewritePacks: [Int] = []
         for (pack, size) in packSizes {
-            let used = liveBytes[pack] ?? 0
-            if !indexedPacks.contains(pack) || used == 0 { deletePacks.append(pack); report.bytesFreed += size }
-            else if Double(used) < Double(size) * rewriteBelow { rewritePacks.append(pack); report.bytesFreed += size - used; report.bytesRepacked += used }
-            else { report.packsKept += 1 }
+            guard let number = index.packNumber[pack], hasLive[Int(number)] else { deletePacks.append(pack); report.bytesFreed += size; continue }
+            let n = Int(number)
+            if liveBytes[n] < Double(size) * rewriteBelow {
+                rewritePacks.append(n)
+                report.bytesFreed += size - Int64(liveBytes[n]); report.bytesRepacked += Int64(liveBytes[n])
+            } else { report.packsKept += 1 }
         }
         report.packsDeleted = deletePacks.count
         report.packsRewritten = rewritePacks.count
-        report.pagesLive = live.count
-        report.pagesRemoved = index.count - live.count
+        report.pagesLive = live.filter { $0 }.count
+        // Pages that leave the index: those of blobs with no live page, and
+        // the dead pages of blobs that are rewritten.
+        let rewriting = Set(rewritePacks)
+        for (b, blob) in index.blobs.enumerated() where blobLive[b] == 0 || rewriting.contains(Int(blob.pack)) {
+            report.pagesRemoved += Int(blob.pages) - Int(blobLive[b])
+        }
         let allLists = try repository.store.list(prefix: "lists/").map(\.key)
         let deadLists = allLists.filter { !liveLists.contains($0) }
         report.listsDeleted = deadLists.count
@@ -102,38 +114,86 @@ public enum RepoPrune {
         // Temporary files of killed runs in a folder repository go too.
         if let folder = repository.store as? FolderStore { folder.removeStaleTemporaryFiles() }
 
-        // 1. Live pages of the packs to rewrite, into new packs.
-        let writer = PackWriter(repository: repository)
-        if let lock { writer.afterPack = { try lock.refresh() } }
-        var newEntries: [IndexEntry] = []
-        for pack in rewritePacks.sorted() {
-            let key = Repository.packKey(pack)
+        // 1. Live pages of the packs to rewrite, into new packs: a blob whose
+        // pages are all live as it is; the live pages of the others decompressed
+        // and gathered into new blobs (by page size), in a second writer, since
+        // each writer takes its blobs in the order it gave out their pages.
+        let copies = PackWriter(repository: repository), regrouped = PackWriter(repository: repository)
+        if let lock { copies.afterPack = { try lock.refresh() }; regrouped.afterPack = { try lock.refresh() } }
+        let compressor = ZstdCompressor(level: Repository.blobLevel), decompressor = ZstdDecompressor()
+        var group: [UInt8] = [], groupFirst = 0, groupLog2: UInt8 = 0
+        func flushGroup() throws {
+            guard !group.isEmpty else { return }
+            let pageSize = 1 << Int(groupLog2)
+            let blob = try group.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
+            try regrouped.add(blob: blob, first: groupFirst, pages: group.count / pageSize, pageSizeLog2: groupLog2)
+            group.removeAll(keepingCapacity: true)
+        }
+        func claimed(_ id: PageID) -> Bool { copies.position(of: id) != nil || regrouped.position(of: id) != nil }
+        for n in rewritePacks.sorted(by: { index.packs[$0] < index.packs[$1] }) {
+            let key = Repository.packKey(index.packs[n])
             progress("rewriting \(key)")
             let bytes = try repository.store.get(key)
-            for i in livePerPack[pack] ?? [] {
-                let at = index.locations[i]
-                let from = Int(at.offset), to = from + Int(at.length)
+            for b in byPack.blobs[Int(byPack.starts[n])..<Int(byPack.starts[n + 1])].map(Int.init) where blobLive[b] > 0 {
+                let blob = index.blobs[b]
+                let from = Int(blob.offset), to = from + Int(blob.length)
                 guard to <= bytes.count else {
                     throw StoreError(.other, location: repository.objectName(key), message: "damaged pack: shorter than its index says; run `litectl verify --repo --read-data` (prune stopped before deleting anything)")
                 }
-                try writer.add(index.ids[i], blob: Array(bytes[from..<to]))
+                let positions = Array(pagesOf(b)), ids = positions.map { index.entries[Int($0)].id }
+                // Live pages not already taken from another copy (a page stored twice).
+                let wanted = positions.indices.filter { live[Int(positions[$0])] && !claimed(ids[$0]) }
+                if wanted.isEmpty { continue }
+                if wanted.count == ids.count {
+                    let first = ids.map { copies.claim($0)! }[0]
+                    try copies.add(blob: Array(bytes[from..<to]), first: first, pages: ids.count, pageSizeLog2: blob.pageSizeLog2)
+                    continue
+                }
+                // Version 1 blobs hold one page, so they never get here.
+                precondition(blob.pageSizeLog2 != 0, "a partly live blob of one page")
+                let pageSize = 1 << Int(blob.pageSizeLog2)
+                let raw = try repository.pages(fromBlob: Array(bytes[from..<to]), pages: ids.count, pageSize: pageSize,
+                                               ids: ids.map { Optional($0) }, decompressor: decompressor, what: repository.objectName(key))
+                for slot in wanted {
+                    if !group.isEmpty && (groupLog2 != blob.pageSizeLog2 || group.count / pageSize >= repository.blobPages(pageSize: pageSize)) {
+                        try flushGroup()
+                    }
+                    let q = regrouped.claim(ids[slot])!
+                    if group.isEmpty { groupFirst = q; groupLog2 = blob.pageSizeLog2 }
+                    group.append(contentsOf: raw[slot * pageSize..<(slot + 1) * pageSize])
+                }
             }
         }
-        try writer.flush()
-        newEntries = writer.written
-        // 2. One new index of every live page (split in objects of at most 100,000 entries).
+        try flushGroup()
+        try copies.flush()
+        try regrouped.flush()
+        // 2. One new index of every live blob (objects of at most 100,000 pages).
         if !nothingToDo {
-            let rewritten = Set(rewritePacks)
-            var entries = newEntries
-            for (pack, positions) in livePerPack where !rewritten.contains(pack) {
-                for i in positions { entries.append(IndexEntry(id: index.ids[i], location: index.locations[i])) }
+            // (pack id, blob, ids) of every blob the new index lists.
+            struct Out { var pack: PageID; var record: BlobRecord; var ids: [PageID] }
+            var out: [Out] = []
+            // (Blobs of a missing pack stay listed: verify reports them.)
+            for (b, blob) in index.blobs.enumerated() where blobLive[b] > 0 && !rewriting.contains(Int(blob.pack)) {
+                out.append(Out(pack: index.packs[Int(blob.pack)], record: blob, ids: pagesOf(b).map { index.entries[Int($0)].id }))
             }
-            entries.sort { $0.id < $1.id }
+            for writer in [copies, regrouped] {
+                for b in 0..<writer.writtenBlobCount {
+                    let record = writer.blobs[b]
+                    out.append(Out(pack: writer.pack(ofBlob: b), record: record, ids: (0..<Int(record.pages)).map { writer.id(blob: b, slot: $0) }))
+                }
+            }
             var written = Set<String>()
             var start = 0
-            while start < entries.count {
-                let end = min(entries.count, start + 100_000)
-                let (id, _) = try repository.putObject(prefix: "index", IndexObject.encode(Array(entries[start..<end])))
+            while start < out.count {
+                var end = start, pages = 0
+                while end < out.count && (end == start || pages + out[end].ids.count <= pagesPerIndexObject) { pages += out[end].ids.count; end += 1 }
+                var packs: [PageID] = [], numbers: [PageID: UInt32] = [:]
+                for o in out[start..<end] where numbers[o.pack] == nil { numbers[o.pack] = UInt32(packs.count); packs.append(o.pack) }
+                let chunk = out[start..<end]
+                let object = IndexObject.encode(for: repository, packs: packs, blobCount: chunk.count, blob: { i in
+                    var r = chunk[start + i].record; r.pack = numbers[chunk[start + i].pack]!; return r
+                }, id: { i, slot in chunk[start + i].ids[slot] })
+                let (id, _) = try repository.putObject(prefix: "index", object)
                 written.insert("index/" + id)
                 start = end
             }
@@ -145,8 +205,10 @@ public enum RepoPrune {
         // never deleted: rewriting the same live pages (after a prune killed
         // midway wrote them once already) makes a pack of the same name as one
         // that looked dead because the index also listed its pages elsewhere.
-        let fresh = Set(newEntries.map(\.location.pack))
-        for pack in deletePacks + rewritePacks where !fresh.contains(pack) { try repository.store.delete(Repository.packKey(pack)) }
+        let fresh = Set(copies.packs + regrouped.packs)
+        for pack in deletePacks + rewritePacks.map({ index.packs[$0] }) where !fresh.contains(pack) {
+            try repository.store.delete(Repository.packKey(pack))
+        }
         for key in deadLists { try repository.store.delete(key) }
         return report
     }

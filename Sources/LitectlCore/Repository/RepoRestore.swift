@@ -5,6 +5,7 @@
 // file lands as `litectl restore` lands a backup (rename for a new TARGET; the
 // backup API in one transaction, the old content kept, for an existing one).
 // Built on the folder restore (Backup/Restore.swift).
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -81,71 +82,133 @@ public enum RepoRestore {
         return RepoRestoreOutcome(keptOld: outcome.keptOld, replacedExisting: true, pages: ids.count, bytesFetched: fetched)
     }
 
-    /// Fetches every page of `ids` and writes it at its place; returns the bytes fetched.
+    /// Fetches every page of `ids` and writes it at its place; returns the bytes
+    /// fetched. Packs are read on every core (several at a time from a server):
+    /// each blob fetched once (neighbours closer than 64 KiB in one read),
+    /// decompressed once, each page it holds for the snapshot checked against
+    /// its id and written wherever the snapshot has it.
     static func writePages(_ ids: [PageID], pageSize: Int, index: RepoIndex, repository: Repository,
                            into file: TemporaryFile, progress: (CopyProgress) -> Void) throws -> Int64 {
-        // (pack, offset, length, page number), in pack order: one pass per pack.
-        struct Need { var pack: PageID; var offset: UInt32; var length: UInt32; var page: UInt32 }
-        var needs: [Need] = []
-        needs.reserveCapacity(ids.count)
+        // Each page as its index position (4 bytes, where the ids take 32).
+        var positions = [UInt32]()
+        positions.reserveCapacity(ids.count)
         for (n, id) in ids.enumerated() {
-            guard let at = index.location(of: id) else {
+            guard let p = index.position(of: id) else {
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
             }
-            needs.append(Need(pack: at.pack, offset: at.offset, length: at.length, page: UInt32(n)))
+            let blob = index.blobs[Int(index.entries[p].blob)]
+            if blob.pageSizeLog2 != 0 && 1 << Int(blob.pageSizeLog2) != pageSize {
+                throw StoreError(.other, location: repository.location, message: "damaged index: page \(n + 1) (\(id.hex.prefix(12))) is in a blob of \(1 << Int(blob.pageSizeLog2))-byte pages, the snapshot's are \(pageSize) bytes")
+            }
+            positions.append(UInt32(p))
         }
-        needs.sort { $0.pack != $1.pack ? $0.pack < $1.pack : ($0.offset != $1.offset ? $0.offset < $1.offset : $0.page < $1.page) }
+        // Page numbers in (pack, offset, slot) order: one pass per pack.
+        var order = Array(0..<UInt32(ids.count))
+        func key(_ n: UInt32) -> (UInt32, UInt32, UInt8, UInt32) {
+            let entry = index.entries[Int(positions[Int(n)])], blob = index.blobs[Int(entry.blob)]
+            return (blob.pack, blob.offset, entry.slot, n)
+        }
+        order.withUnsafeMutableBufferPointer { InPlaceSort.sort($0) { key($0) < key($1) } }
+        // Where each pack's pages start in `order`.
+        var packStarts: [Int] = []
+        for (i, n) in order.enumerated() where i == 0 || key(n).0 != key(order[i - 1]).0 { packStarts.append(i) }
+        packStarts.append(order.count)
         if ftruncate(file.descriptor, off_t(ids.count) * off_t(pageSize)) != 0 {
             throw DatabaseError(code: .full, message: "cannot size the file: \(String(cString: strerror(errno)))", path: file.path)
         }
-        var fetched: Int64 = 0, done = 0
-        var start = 0
-        while start < needs.count {
-            var end = start
-            while end < needs.count && needs[end].pack == needs[start].pack { end += 1 }
-            let key = Repository.packKey(needs[start].pack)
-            // A pack's needed blobs as byte ranges: neighbours closer than 64 KiB share one read.
-            var ranges: [(from: Int, to: Int)] = []
-            for k in start..<end {
-                let from = Int(needs[k].offset), to = from + Int(needs[k].length)
-                if let last = ranges.last, from <= last.to + 65536 { ranges[ranges.count - 1].to = max(last.to, to) }
-                else { ranges.append((from, to)) }
-            }
-            var k = start
-            for range in ranges {
-                let bytes = try repository.store.get(key, offset: Int64(range.from), length: range.to - range.from)
-                fetched += Int64(bytes.count)
-                var lastOffset: UInt32 = .max, lastPage: [UInt8] = []
-                while k < end && Int(needs[k].offset) < range.to {
-                    let need = needs[k]
-                    if need.offset != lastOffset {
-                        let from = Int(need.offset) - range.from, to = from + Int(need.length)
-                        guard to <= bytes.count else {
-                            throw StoreError(.other, location: repository.objectName(key), message: "damaged pack: shorter than its index says")
-                        }
-                        lastPage = try repository.page(fromBlob: Array(bytes[from..<to]), id: ids[Int(need.page)], pageSize: pageSize,
-                                                       what: repository.objectName(key))
-                        lastOffset = need.offset
+        let packCount = packStarts.count - 1
+        let remote = !(repository.store is FolderStore)
+        let workers = max(1, min(packCount, remote ? 8 : ProcessInfo.processInfo.activeProcessorCount))
+        let next = Locked(0), failure = Locked<(any Error)?>(nil)
+        let state = Locked((fetched: Int64(0), done: 0))
+        let descriptor = file.descriptor, path = file.path
+        try withoutActuallyEscaping(progress) { progress in
+            nonisolated(unsafe) let progress = progress
+            nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
+            DispatchQueue.concurrentPerform(iterations: workers) { _ in
+                let decompressor = ZstdDecompressor()
+                while failure.withLock({ $0 == nil }) {
+                    let p = next.withLock { n -> Int in n += 1; return n - 1 }
+                    guard p < packCount else { return }
+                    do {
+                        let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
+                                                               pageSize: pageSize, repository: repository, decompressor: decompressor,
+                                                               descriptor: descriptor, path: path)
+                        let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
+                        state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: ids.count)) }
+                    } catch {
+                        failure.withLock { if $0 == nil { $0 = error } }
                     }
-                    try lastPage.withUnsafeBytes { raw in
-                        var written = 0
-                        while written < pageSize {
-                            let n = pwrite(file.descriptor, raw.baseAddress! + written, pageSize - written,
-                                           off_t(need.page) * off_t(pageSize) + off_t(written))
-                            if n < 0 && errno == EINTR { continue }
-                            guard n > 0 else {
-                                throw DatabaseError(code: .full, message: "write failed: \(String(cString: strerror(errno)))", path: file.path)
-                            }
-                            written += n
-                        }
-                    }
-                    done += 1
-                    k += 1
                 }
-                progress(CopyProgress(pagesCopied: done, pageCount: ids.count))
             }
-            start = end
         }
-        return fetched
+        if let error = failure.withLock({ $0 }) { throw error }
+        return state.withLock { $0.fetched }
+    }
+
+    /// One pack's share of a restore: `pages` are page numbers in (offset, slot) order.
+    private static func restorePack(_ pages: ArraySlice<UInt32>, positions: [UInt32], index: RepoIndex, pageSize: Int,
+                                    repository: Repository, decompressor: ZstdDecompressor,
+                                    descriptor: Int32, path: String) throws -> (fetched: Int64, pages: Int) {
+        func blob(of n: UInt32) -> BlobRecord { index.blobs[Int(index.entries[Int(positions[Int(n)])].blob)] }
+        let first = blob(of: pages[pages.startIndex])
+        let key = Repository.packKey(index.packs[Int(first.pack)])
+        let what = repository.objectName(key)
+        var fetched: Int64 = 0
+        var i = pages.startIndex
+        while i < pages.endIndex {
+            // One read: this blob and the next ones that start within 64 KiB of its end.
+            let from = Int(blob(of: pages[i]).offset)
+            var to = from, j = i
+            while j < pages.endIndex {
+                let b = blob(of: pages[j])
+                if Int(b.offset) > to + 65536 && j > i { break }
+                to = max(to, Int(b.offset) + Int(b.length)); j += 1
+            }
+            let bytes = try repository.store.get(key, offset: Int64(from), length: to - from)
+            fetched += Int64(bytes.count)
+            var k = i
+            while k < j {
+                // The pages this blob holds for the snapshot: pages[k..<end].
+                let entry = index.entries[Int(positions[Int(pages[k])])]
+                let record = index.blobs[Int(entry.blob)]
+                var end = k
+                while end < j && index.entries[Int(positions[Int(pages[end])])].blob == entry.blob { end += 1 }
+                let lo = Int(record.offset) - from, hi = lo + Int(record.length)
+                guard hi <= bytes.count else {
+                    throw StoreError(.other, location: what, message: "damaged pack: shorter than its index says")
+                }
+                var wanted = [PageID?](repeating: nil, count: Int(record.pages))
+                for m in k..<end {
+                    let e = index.entries[Int(positions[Int(pages[m])])]
+                    guard Int(e.slot) < wanted.count else { throw StoreError(.other, location: what, message: "damaged index: slot past its blob") }
+                    wanted[Int(e.slot)] = e.id
+                }
+                let raw = try repository.pages(fromBlob: Array(bytes[lo..<hi]), pages: Int(record.pages), pageSize: pageSize,
+                                               ids: wanted, decompressor: decompressor, what: what)
+                try raw.withUnsafeBytes { all in
+                    for m in k..<end {
+                        let slot = Int(index.entries[Int(positions[Int(pages[m])])].slot)
+                        try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: all[slot * pageSize..<(slot + 1) * pageSize]),
+                                     at: off_t(pages[m]) * off_t(pageSize), path: path)
+                    }
+                }
+                k = end
+            }
+            i = j
+        }
+        return (fetched, pages.count)
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, path: String) throws {
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, offset + off_t(written))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw DatabaseError(code: .full, message: "write failed: \(String(cString: strerror(errno)))", path: path)
+            }
+            written += n
+        }
     }
 }

@@ -3,6 +3,8 @@
 // `readData`, every pack (or a random share of them) is read back and every
 // page in it decompressed and rehashed. Problems are reported with the
 // snapshots they damage.
+import Foundation
+
 public struct RepoVerifyOptions: Sendable {
     /// Share of packs to read back, 0 (none) to 100 (all).
     public var readDataPercent: Double = 0
@@ -51,62 +53,87 @@ public enum RepoVerify {
 
         // Packs the index names: present and long enough.
         var badPacks: [PageID: String] = [:]
-        var indexedPacks = Set<PageID>()
-        var packExtent: [PageID: Int64] = [:]
-        for location in index.locations {
-            indexedPacks.insert(location.pack)
-            packExtent[location.pack] = max(packExtent[location.pack] ?? 0, Int64(location.offset) + Int64(location.length))
+        var packExtent = [Int64](repeating: 0, count: index.packs.count)
+        for blob in index.blobs {
+            packExtent[Int(blob.pack)] = max(packExtent[Int(blob.pack)], Int64(blob.offset) + Int64(blob.length))
         }
-        for (pack, extent) in packExtent {
+        let indexedPacks = Set(index.packs)
+        for (n, pack) in index.packs.enumerated() {
             guard let size = packSizes[pack] else { badPacks[pack] = "missing"; continue }
-            if size < extent { badPacks[pack] = "shorter (\(size) bytes) than its index says (\(extent))" }
+            if size < packExtent[n] { badPacks[pack] = "shorter (\(size) bytes) than its index says (\(packExtent[n]))" }
         }
         report.unreferencedPacks = packSizes.keys.filter { !indexedPacks.contains($0) }.count
 
-        // Read back packs: every page rehashed.
-        var badPages = Set<PageID>()
-        var badPageReason: [PageID: String] = [:]
+        // Read back packs: every blob decompressed, every page rehashed.
+        // Damaged pages by index position (the copy a restore would read).
+        var badPages = Set<Int>()
+        var badPageReason: [Int: String] = [:]
         if options.readDataPercent > 0 {
-            var chosen = indexedPacks.filter { badPacks[$0] == nil }.sorted()
+            var chosen = index.packs.indices.filter { badPacks[index.packs[$0]] == nil }.sorted { index.packs[$0] < index.packs[$1] }
             if options.readDataPercent < 100 {
                 chosen.shuffle()
                 chosen = Array(chosen.prefix(max(1, Int((Double(chosen.count) * options.readDataPercent / 100).rounded(.up)))))
             }
-            var entriesByPack: [PageID: [Int]] = [:]
-            let chosenSet = Set(chosen)
-            for (i, location) in index.locations.enumerated() where chosenSet.contains(location.pack) {
-                entriesByPack[location.pack, default: []].append(i)
-            }
-            // The page size is not stored per blob: the sizes the snapshots use
-            // first, then the others (pages only forgotten snapshots used).
+            let byBlob = index.entriesByBlob(), byPack = index.blobsByPack()
+            // A version-1 blob does not record its page size: the sizes the
+            // snapshots use first, then the others (pages only forgotten snapshots used).
             let used = Set(snapshots.map(\.pageSize))
             let pageSizes = used.sorted() + (9...16).map { 1 << $0 }.filter { !used.contains($0) }
-            for (n, pack) in chosen.enumerated() {
-                let key = Repository.packKey(pack)
-                let bytes: [UInt8]
-                do { bytes = try repository.store.get(key) } catch let error as StoreError where error.kind == .notFound {
-                    badPacks[pack] = "missing"; continue
-                }
-                report.packsRead += 1
-                var packBad = 0
-                for i in entriesByPack[pack] ?? [] {
-                    let id = index.ids[i], at = index.locations[i]
-                    let from = Int(at.offset), to = from + Int(at.length)
-                    report.pagesRead += 1
-                    guard to <= bytes.count else { badPages.insert(id); packBad += 1; continue }
-                    let blob = Array(bytes[from..<to])
-                    let ok = pageSizes.contains { size in
-                        (try? repository.page(fromBlob: blob, id: id, pageSize: size, what: key)) != nil
+            let next = Locked(0), failure = Locked<(any Error)?>(nil)
+            let found = Locked((read: 0, pages: 0, missing: [PageID](), bad: [(pack: PageID, positions: [UInt32])]()))
+            let remote = !(repository.store is FolderStore)
+            let workers = max(1, min(chosen.count, remote ? 8 : ProcessInfo.processInfo.activeProcessorCount))
+            try withoutActuallyEscaping(progress) { progress in
+                nonisolated(unsafe) let progress = progress
+                nonisolated(unsafe) let index = index, chosen = chosen
+                DispatchQueue.concurrentPerform(iterations: workers) { _ in
+                    let decompressor = ZstdDecompressor()
+                    while failure.withLock({ $0 == nil }) {
+                        let c = next.withLock { n -> Int in n += 1; return n - 1 }
+                        guard c < chosen.count else { return }
+                        let n = chosen[c], pack = index.packs[n]
+                        let key = Repository.packKey(pack)
+                        do {
+                            let bytes: [UInt8]
+                            do { bytes = try repository.store.get(key) } catch let error as StoreError where error.kind == .notFound {
+                                found.withLock { $0.missing.append(pack) }; continue
+                            }
+                            var bad: [UInt32] = [], pages = 0
+                            for b in byPack.blobs[Int(byPack.starts[n])..<Int(byPack.starts[n + 1])] {
+                                let blob = index.blobs[Int(b)]
+                                let positions = byBlob.positions[Int(byBlob.starts[Int(b)])..<Int(byBlob.starts[Int(b) + 1])]
+                                let ids = positions.map { index.entries[Int($0)].id }
+                                pages += ids.count
+                                let from = Int(blob.offset), to = from + Int(blob.length)
+                                guard to <= bytes.count else { bad += positions; continue }
+                                let sealed = Array(bytes[from..<to])
+                                let sizes = blob.pageSizeLog2 == 0 ? pageSizes : [1 << Int(blob.pageSizeLog2)]
+                                let ok = sizes.contains { size in
+                                    (try? repository.pages(fromBlob: sealed, pages: ids.count, pageSize: size, ids: ids,
+                                                           decompressor: decompressor, what: key)) != nil
+                                }
+                                if !ok { bad += positions }
+                            }
+                            let done = found.withLock { f -> Int in
+                                f.read += 1; f.pages += pages
+                                if !bad.isEmpty { f.bad.append((pack, bad)) }
+                                return f.read + f.missing.count
+                            }
+                            found.withLock { _ in progress(CopyProgress(pagesCopied: done, pageCount: chosen.count)) }
+                        } catch {
+                            failure.withLock { if $0 == nil { $0 = error } }
+                        }
                     }
-                    if !ok { badPages.insert(id); packBad += 1 }
                 }
-                if packBad > 0 {
-                    for i in entriesByPack[pack] ?? [] where badPages.contains(index.ids[i]) {
-                        badPageReason[index.ids[i]] = Repository.packKey(pack)
-                    }
-                    report.problems.append(RepoProblem(object: key, message: "\(packBad) damaged page(s): content does not match its id", snapshots: []))
-                }
-                progress(CopyProgress(pagesCopied: n + 1, pageCount: chosen.count))
+            }
+            if let error = failure.withLock({ $0 }) { throw error }
+            let result = found.withLock { $0 }
+            report.packsRead = result.read
+            report.pagesRead = result.pages
+            for pack in result.missing { badPacks[pack] = "missing" }
+            for (pack, positions) in result.bad.sorted(by: { $0.pack < $1.pack }) {
+                for p in positions { badPages.insert(Int(p)); badPageReason[Int(p)] = Repository.packKey(pack) }
+                report.problems.append(RepoProblem(object: Repository.packKey(pack), message: "\(positions.count) damaged page(s): content does not match its id", snapshots: []))
             }
         }
         for (pack, why) in badPacks.sorted(by: { $0.key < $1.key }) {
@@ -125,9 +152,9 @@ public enum RepoVerify {
             var missing = 0
             var hitPacks = Set<String>()
             for id in Set(ids) {
-                guard let at = index.location(of: id) else { missing += 1; continue }
-                let key = Repository.packKey(at.pack)
-                if badPacks[at.pack] != nil || badPages.contains(id) { hitPacks.insert(badPageReason[id] ?? key) }
+                guard let p = index.position(of: id) else { missing += 1; continue }
+                let pack = index.packs[Int(index.blobs[Int(index.entries[p].blob)].pack)]
+                if badPacks[pack] != nil || badPages.contains(p) { hitPacks.insert(badPageReason[p] ?? Repository.packKey(pack)) }
             }
             if missing > 0 {
                 report.problems.append(RepoProblem(object: "snapshots/" + snapshot.id, message: "\(missing) page(s) not in the index", snapshots: [snapshot.id]))

@@ -7,27 +7,41 @@ import Crypto
 
 public final class Repository: @unchecked Sendable {
     public static let format = "litectl-repository"
-    public static let version = 1
+    /// The version `repo init` creates; version 1 repositories are still read and written (as version 1).
+    public static let version = 2
+    static let supportedVersions = 1...2
     /// Packs are closed once they reach this size (the last one of a run is smaller).
     public static let defaultPackSize = 8 << 20
+    /// zstd level of blobs (version 2): restic's default, about zlib -6's ratio at several times its speed.
+    static let blobLevel: Int32 = 3
+    /// A blob holds at most this many bytes of pages (version 2), and at most 255 pages.
+    static let blobBytes = 256 << 10
 
     public let store: ObjectStore
     public let id: String
     public let encrypted: Bool
+    /// The format version of this repository (1 or 2).
+    public let version: Int
     let keys: RepoKeys
     /// Target pack size; LITECTL_PACK_SIZE overrides it (tests make many small packs).
     public var packSize: Int
 
-    init(store: ObjectStore, id: String, keys: RepoKeys) {
-        self.store = store; self.id = id; self.keys = keys; encrypted = keys.encrypted
+    init(store: ObjectStore, id: String, keys: RepoKeys, version: Int = Repository.version) {
+        self.store = store; self.id = id; self.keys = keys; encrypted = keys.encrypted; self.version = version
         packSize = Int(ProcessInfo.processInfo.environment["LITECTL_PACK_SIZE"] ?? "").map { max(4096, $0) } ?? Self.defaultPackSize
     }
 
     public var location: String { store.location }
 
+    /// How many pages of `pageSize` bytes one blob holds at most.
+    func blobPages(pageSize: Int) -> Int {
+        version == 1 ? 1 : max(1, min(255, Self.blobBytes / max(pageSize, 1)))
+    }
+
     /// Creates a repository in an empty location (a missing folder is created
     /// by the caller). Refuses a location that holds anything.
-    public static func initialize(_ store: ObjectStore, secret: RepoSecret?) throws -> Repository {
+    public static func initialize(_ store: ObjectStore, secret: RepoSecret?, version: Int = Repository.version) throws -> Repository {
+        precondition(supportedVersions.contains(version))
         let existing = try store.list(prefix: "")
         if existing.contains(where: { $0.key == "config" }) {
             throw StoreError(.other, location: store.location, message: "already a repository")
@@ -40,7 +54,7 @@ public final class Repository: @unchecked Sendable {
         var fields: [(String, JSON)] = [
             ("format", .string(format)), ("version", .integer(Int64(version))), ("id", .string(Hex.encode(id))),
             ("created_at", .string(Timestamp.iso8601(Clock.wall()))),
-            ("page_id", .string(secret == nil ? "sha256" : "hmac-sha256")), ("compression", .string("zlib")),
+            ("page_id", .string(secret == nil ? "sha256" : "hmac-sha256")), ("compression", .string(version == 1 ? "zlib" : "zstd")),
         ]
         let keys: RepoKeys
         if let secret {
@@ -59,7 +73,7 @@ public final class Repository: @unchecked Sendable {
             keys = .plain(location: store.location)
         }
         try store.put("config", Array((JSON.object(fields).pretty + "\n").utf8))
-        return Repository(store: store, id: Hex.encode(id), keys: keys)
+        return Repository(store: store, id: Hex.encode(id), keys: keys, version: version)
     }
 
     /// Opens an existing repository; `secret` is needed when it is encrypted.
@@ -73,12 +87,13 @@ public final class Repository: @unchecked Sendable {
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
               object["format"] as? String == format else { throw damaged("format") }
-        guard let v = object["version"] as? NSNumber, v.intValue == version else {
-            throw StoreError(.other, location: store.location, message: "repository format version \(object["version"] ?? "?") is not supported by this litectl (it reads version \(version))")
+        guard let v = object["version"] as? NSNumber, supportedVersions.contains(v.intValue) else {
+            throw StoreError(.other, location: store.location, message: "repository format version \(object["version"] ?? "?") is not supported by this litectl (it reads versions \(supportedVersions.lowerBound) to \(supportedVersions.upperBound))")
         }
+        let version = v.intValue
         guard let id = object["id"] as? String else { throw damaged("id") }
         guard let enc = object["encryption"] as? [String: Any] else {
-            return Repository(store: store, id: id, keys: .plain(location: store.location))
+            return Repository(store: store, id: id, keys: .plain(location: store.location), version: version)
         }
         guard let kdf = enc["kdf"] as? String, let salt = (enc["salt"] as? String).flatMap(Hex.decode),
               let wrapped = (enc["wrapped_key"] as? String).flatMap(Hex.decode) else { throw damaged("encryption") }
@@ -92,7 +107,7 @@ public final class Repository: @unchecked Sendable {
             throw StoreError(.denied, location: store.location, message: "the repository is encrypted: give \(kdf == "scrypt" ? "--passphrase-file or LITECTL_PASSPHRASE" : "--key-file")")
         }
         let master = try wrapping.unwrap(secret, location: store.location)
-        return Repository(store: store, id: id, keys: RepoKeys(master: master, location: store.location))
+        return Repository(store: store, id: id, keys: RepoKeys(master: master, location: store.location), version: version)
     }
 
     // MARK: Objects
@@ -113,15 +128,22 @@ public final class Repository: @unchecked Sendable {
 
     static func packKey(_ pack: PageID) -> String { let h = pack.hex; return "packs/\(h.prefix(2))/\(h)" }
 
-    /// The index: every index object, merged.
+    /// The index: every index object, merged into one table sorted by page id.
     public func loadIndex() throws -> RepoIndex {
         var index = RepoIndex()
-        for object in try store.list(prefix: "index/") {
+        let objects = try store.list(prefix: "index/")
+        // Page ids do not compress, so an object holds at most about one page per
+        // 32 of its bytes: reserving that much up front avoids growing (and
+        // briefly doubling) the largest array.
+        let bound = objects.reduce(0) { $0 + Int($1.size) / 32 + 1 }
+        index.entries.reserveCapacity(bound)
+        for object in objects {
             try IndexObject.decode(try getObject(object.key), what: objectName(object.key), into: &index,
                                    source: UInt32(index.objectKeys.count))
             index.objectKeys.append(object.key)
         }
-        return index.sorted()
+        index.finish()
+        return index
     }
 
     /// Every snapshot, oldest first. Snapshots that cannot be read are
