@@ -91,6 +91,9 @@ final class PackWriter {
         return try repository.putObject(prefix: "index", object).bytes
     }
 
+    /// The pack buffer, once the last pack is written.
+    func releaseBuffer() { buffer = [] }
+
     /// The memory no longer needed once the index object is written.
     func releaseLookup() { table = IDTable(); buffer = [] }
 }

@@ -70,4 +70,61 @@ public enum PageListObject {
             throw r.damaged("unknown page list kind")
         }
     }
+
+    /// What `stream` found at the head of a list.
+    enum Head {
+        case full(count: Int)
+        case delta(count: Int, base: PageID, changes: Int)
+    }
+
+    /// Reads a list without holding its ids: `head` once, then `item` for
+    /// each id in order (a full list: page index and id; a delta: the page
+    /// index it replaces and the id). Every count and index is checked.
+    static func stream(_ compressed: [UInt8], what: String, head: (Head) throws -> Void,
+                       item: (Int, PageID) throws -> Void) throws {
+        func damaged(_ detail: String) -> StoreError { StoreError(.other, location: what, message: "damaged object: \(detail)") }
+        var pending: [UInt8] = []
+        var parsedHead: Head?
+        var items = 0, expected = 0, count = 0
+        try decompressObject(compressed, what: what) { chunk in
+            pending.append(contentsOf: chunk)
+            var offset = 0
+            if parsedHead == nil {
+                guard pending.count >= 13 else { return }
+                var r = ByteReader(Array(pending.prefix(49)), what: what)
+                guard try r.raw(4) == magic else { throw damaged("not a page list") }
+                guard try r.u32() == 1 else { throw damaged("unknown page list version") }
+                let kind = try r.u8()
+                count = Int(try r.u32())
+                switch kind {
+                case 0:
+                    parsedHead = .full(count: count); expected = count; offset = 13
+                case 1:
+                    guard pending.count >= 49 else { return }
+                    let base = try r.id(), changes = Int(try r.u32())
+                    parsedHead = .delta(count: count, base: base, changes: changes); expected = changes; offset = 49
+                default:
+                    throw damaged("unknown page list kind")
+                }
+                try head(parsedHead!)
+            }
+            let size: Int
+            if case .delta = parsedHead! { size = 36 } else { size = 32 }
+            try pending.withUnsafeBytes { raw in
+                while offset + size <= raw.count {
+                    guard items < expected else { throw damaged("bytes after the last entry") }
+                    if size == 32 {
+                        try item(items, PageID(bytes: UnsafeRawBufferPointer(rebasing: raw[offset..<offset + 32])))
+                    } else {
+                        let index = Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian)
+                        guard index < count else { throw damaged("page index out of range") }
+                        try item(index, PageID(bytes: UnsafeRawBufferPointer(rebasing: raw[offset + 4..<offset + 36])))
+                    }
+                    items += 1; offset += size
+                }
+            }
+            pending.removeFirst(offset)
+        }
+        guard parsedHead != nil, pending.isEmpty, items == expected else { throw damaged("truncated page list") }
+    }
 }

@@ -328,6 +328,7 @@ public enum RepoBackup {
         }
         if !group.isEmpty { try store([(groupFirst, group)]) }
         try writer.flush()
+        writer.releaseBuffer()
         scan.packBytes = writer.bytesWritten
         scan.sha256 = hasher.finalizeHex()
         return scan
@@ -355,10 +356,8 @@ public enum RepoBackup {
         })
     }
 
-    /// A full list's pages as index positions (`PageRefs.none` for an id the index lacks); nil when it is not a full list.
-    static func parentRefs(_ key: String, index: RepoIndex, repository: Repository) throws -> [UInt32]? {
-        let decoded = try PageListObject.decode(try repository.getObject(key), what: key)
-        guard decoded.kind == .full else { return nil }
-        return decoded.ids.map { id in index.position(of: id).map(UInt32.init) ?? PageRefs.none }
+    /// A full list's pages as index positions (`PageRefs.none` for an id the index lacks).
+    static func parentRefs(_ key: String, index: RepoIndex, repository: Repository) throws -> [UInt32] {
+        try repository.listPositions(String(key.dropFirst("lists/".count)), index: index) { _, _ in PageRefs.none }
     }
 }

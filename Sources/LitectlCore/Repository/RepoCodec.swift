@@ -260,3 +260,58 @@ final class ObjectWriter {
         return output
     }
 }
+
+/// Decompresses a binary object like `decompressObject`, handing the output
+/// over in chunks of at most 64 KiB instead of holding all of it.
+func decompressObject(_ compressed: [UInt8], what: String, limit: Int = 1 << 30,
+                      chunks body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    let damaged = StoreError(.other, location: what, message: "damaged object: cannot decompress")
+    var total = 0
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    if compressed.count >= 4 && compressed[0] == 0x28 && compressed[1] == 0xB5 && compressed[2] == 0x2F && compressed[3] == 0xFD {
+        guard let stream = ZSTD_createDStream() else { throw damaged }
+        defer { ZSTD_freeDStream(stream) }
+        try compressed.withUnsafeBytes { input in
+            var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+            while true {
+                let (left, produced) = buffer.withUnsafeMutableBytes { raw -> (Int, Int) in
+                    var outBuffer = ZSTD_outBuffer(dst: raw.baseAddress, size: raw.count, pos: 0)
+                    let left = ZSTD_decompressStream(stream, &outBuffer, &inBuffer)
+                    return (ZSTD_isError(left) != 0 ? -1 : left, outBuffer.pos)
+                }
+                guard left >= 0 else { throw damaged }
+                total += produced
+                guard total <= limit else { throw damaged }
+                if produced > 0 { try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) } }
+                if left == 0 {
+                    // The frame is complete: nothing may follow it.
+                    guard inBuffer.pos == inBuffer.size else { throw damaged }
+                    return
+                }
+                // Input used up with the frame unfinished: truncated.
+                if inBuffer.pos == inBuffer.size && produced < buffer.count { throw damaged }
+            }
+        }
+        return
+    }
+    var stream = z_stream()
+    guard inflateInit_(&stream, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { throw damaged }
+    defer { inflateEnd(&stream) }
+    try compressed.withUnsafeBytes { input in
+        stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+        stream.avail_in = uInt(input.count)
+        while true {
+            let (rc, produced) = buffer.withUnsafeMutableBytes { raw -> (Int32, Int) in
+                stream.next_out = raw.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                stream.avail_out = uInt(raw.count)
+                let rc = CZlib.inflate(&stream, Z_NO_FLUSH)
+                return (rc, raw.count - Int(stream.avail_out))
+            }
+            total += produced
+            guard total <= limit else { throw damaged }
+            if produced > 0 { try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) } }
+            if rc == Z_STREAM_END { return }
+            if rc != Z_OK { throw damaged }
+        }
+    }
+}

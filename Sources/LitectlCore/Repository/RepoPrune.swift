@@ -64,12 +64,10 @@ public enum RepoPrune {
         var liveLists = Set<String>()
         for s in snapshots {
             for key in try repository.listKeys(of: s) { liveLists.insert(key) }
-            for id in try repository.pageIDs(of: s) {
-                guard let p = index.position(of: id) else {
-                    throw StoreError(.other, location: repository.location, message: "a snapshot needs page \(id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
-                }
-                live[p] = true
+            let positions = try repository.pagePositions(of: s, index: index) { _, id in
+                throw StoreError(.other, location: repository.location, message: "a snapshot needs page \(id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
             }
+            for p in positions { live[Int(p)] = true }
         }
         let byBlob = index.entriesByBlob(), byPack = index.blobsByPack()
         func pagesOf(_ b: Int) -> ArraySlice<UInt32> { byBlob.positions[Int(byBlob.starts[b])..<Int(byBlob.starts[b + 1])] }

@@ -45,13 +45,18 @@ public enum RepoRestore {
         }
         // What a restore of this TARGET killed with SIGKILL left beside it.
         TemporaryFiles.removeStale(in: folder, stem: DurableFolder.baseName(of: request.target))
-        let ids = try repository.pageIDs(of: snapshot)
-        let index = try repository.loadIndex()
         let file = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: request.target),
                                      permissions: targetExists ? try DurableFolder.permissions(of: request.target) : 0o644)
         defer { file.discard() }
-        let fetched = try writePages(ids, pageSize: snapshot.pageSize, index: index, repository: repository,
-                                     into: file, progress: progress)
+        // The index and the page list are let go before the checks.
+        let fetched = try { () throws -> Int64 in
+            let index = try repository.loadIndex()
+            let positions = try repository.pagePositions(of: snapshot, index: index) { n, id in
+                throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
+            }
+            return try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
+                                  into: file, progress: progress)
+        }()
         try file.sync()
         // The three checks only read the file: integrity_check on this thread,
         // the SHA-256 and then the logical hash on another.
@@ -71,7 +76,7 @@ public enum RepoRestore {
         }
         if !targetExists {
             try file.commit(as: request.target, replace: false)
-            return RepoRestoreOutcome(keptOld: nil, replacedExisting: false, pages: ids.count, bytesFetched: fetched)
+            return RepoRestoreOutcome(keptOld: nil, replacedExisting: false, pages: snapshot.pageCount, bytesFetched: fetched)
         }
         var restore = RestoreRequest(backup: file.path, target: request.target)
         restore.force = true
@@ -79,7 +84,7 @@ public enum RepoRestore {
         restore.verify = .none  // checked above
         restore.timeout = request.timeout
         let outcome = try Restore.run(restore)
-        return RepoRestoreOutcome(keptOld: outcome.keptOld, replacedExisting: true, pages: ids.count, bytesFetched: fetched)
+        return RepoRestoreOutcome(keptOld: outcome.keptOld, replacedExisting: true, pages: snapshot.pageCount, bytesFetched: fetched)
     }
 
     /// Fetches every page of `ids` and writes it at its place; returns the bytes
@@ -87,23 +92,17 @@ public enum RepoRestore {
     /// each blob fetched once (neighbours closer than 64 KiB in one read),
     /// decompressed once, each page it holds for the snapshot checked against
     /// its id and written wherever the snapshot has it.
-    static func writePages(_ ids: [PageID], pageSize: Int, index: RepoIndex, repository: Repository,
+    static func writePages(_ positions: [UInt32], pageSize: Int, index: RepoIndex, repository: Repository,
                            into file: TemporaryFile, progress: (CopyProgress) -> Void) throws -> Int64 {
-        // Each page as its index position (4 bytes, where the ids take 32).
-        var positions = [UInt32]()
-        positions.reserveCapacity(ids.count)
-        for (n, id) in ids.enumerated() {
-            guard let p = index.position(of: id) else {
-                throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
-            }
-            let blob = index.blobs[Int(index.entries[p].blob)]
+        let pageCount = positions.count
+        for (n, p) in positions.enumerated() {
+            let blob = index.blobs[Int(index.entries[Int(p)].blob)]
             if blob.pageSizeLog2 != 0 && 1 << Int(blob.pageSizeLog2) != pageSize {
-                throw StoreError(.other, location: repository.location, message: "damaged index: page \(n + 1) (\(id.hex.prefix(12))) is in a blob of \(1 << Int(blob.pageSizeLog2))-byte pages, the snapshot's are \(pageSize) bytes")
+                throw StoreError(.other, location: repository.location, message: "damaged index: page \(n + 1) (\(index.entries[Int(p)].id.hex.prefix(12))) is in a blob of \(1 << Int(blob.pageSizeLog2))-byte pages, the snapshot's are \(pageSize) bytes")
             }
-            positions.append(UInt32(p))
         }
         // Page numbers in (pack, offset, slot) order: one pass per pack.
-        var order = Array(0..<UInt32(ids.count))
+        var order = Array(0..<UInt32(pageCount))
         func key(_ n: UInt32) -> (UInt32, UInt32, UInt8, UInt32) {
             let entry = index.entries[Int(positions[Int(n)])], blob = index.blobs[Int(entry.blob)]
             return (blob.pack, blob.offset, entry.slot, n)
@@ -113,7 +112,7 @@ public enum RepoRestore {
         var packStarts: [Int] = []
         for (i, n) in order.enumerated() where i == 0 || key(n).0 != key(order[i - 1]).0 { packStarts.append(i) }
         packStarts.append(order.count)
-        if ftruncate(file.descriptor, off_t(ids.count) * off_t(pageSize)) != 0 {
+        if ftruncate(file.descriptor, off_t(pageCount) * off_t(pageSize)) != 0 {
             throw DatabaseError(code: .full, message: "cannot size the file: \(String(cString: strerror(errno)))", path: file.path)
         }
         let packCount = packStarts.count - 1
@@ -135,7 +134,7 @@ public enum RepoRestore {
                                                                pageSize: pageSize, repository: repository, decompressor: decompressor,
                                                                descriptor: descriptor, path: path)
                         let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
-                        state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: ids.count)) }
+                        state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
                     } catch {
                         failure.withLock { if $0 == nil { $0 = error } }
                     }
@@ -157,12 +156,13 @@ public enum RepoRestore {
         var fetched: Int64 = 0
         var i = pages.startIndex
         while i < pages.endIndex {
-            // One read: this blob and the next ones that start within 64 KiB of its end.
+            // One read: this blob and the next ones that start within 64 KiB of
+            // its end, up to 1 MiB (memory stays flat with several readers).
             let from = Int(blob(of: pages[i]).offset)
             var to = from, j = i
             while j < pages.endIndex {
                 let b = blob(of: pages[j])
-                if Int(b.offset) > to + 65536 && j > i { break }
+                if j > i && (Int(b.offset) > to + 65536 || Int(b.offset) + Int(b.length) - from > 1 << 20) { break }
                 to = max(to, Int(b.offset) + Int(b.length)); j += 1
             }
             let bytes = try repository.store.get(key, offset: Int64(from), length: to - from)

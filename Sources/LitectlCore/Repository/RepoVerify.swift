@@ -144,15 +144,17 @@ public enum RepoVerify {
         var problemOfPack: [String: Int] = [:]
         for (i, p) in report.problems.enumerated() where p.object.hasPrefix("packs/") { problemOfPack[p.object] = i }
         for snapshot in snapshots {
-            let ids: [PageID]
-            do { ids = try repository.pageIDs(of: snapshot) } catch let error as StoreError where error.kind != .unavailable && error.kind != .denied {
+            let positions: [UInt32]
+            var missing = 0
+            do {
+                positions = try repository.pagePositions(of: snapshot, index: index) { _, _ in missing += 1; return UInt32.max }
+            } catch let error as StoreError where error.kind != .unavailable && error.kind != .denied {
                 report.problems.append(RepoProblem(object: "snapshots/" + snapshot.id, message: "page list: \(error.description)", snapshots: [snapshot.id]))
                 continue
             }
-            var missing = 0
             var hitPacks = Set<String>()
-            for id in Set(ids) {
-                guard let p = index.position(of: id) else { missing += 1; continue }
+            for position in Set(positions) where position != UInt32.max {
+                let p = Int(position)
                 let pack = index.packs[Int(index.blobs[Int(index.entries[p].blob)].pack)]
                 if badPacks[pack] != nil || badPages.contains(p) { hitPacks.insert(badPageReason[p] ?? Repository.packKey(pack)) }
             }

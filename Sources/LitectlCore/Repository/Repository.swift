@@ -171,6 +171,68 @@ public final class Repository: @unchecked Sendable {
         return list
     }
 
+    /// A snapshot's pages as positions in `index`, read without holding the
+    /// ids (4 bytes a page instead of 32). `missing(page number, id)` gives the
+    /// position to use for an id the index lacks, or throws.
+    func pagePositions(of snapshot: Snapshot, index: RepoIndex,
+                       missing: (Int, PageID) throws -> UInt32) throws -> [UInt32] {
+        let positions = try listPositions(snapshot.list, index: index, missing: missing)
+        guard positions.count == snapshot.pageCount else {
+            throw StoreError(.other, location: objectName("lists/" + snapshot.list), message: "damaged page list: \(positions.count) pages, the snapshot says \(snapshot.pageCount)")
+        }
+        return positions
+    }
+
+    /// A list object (full, or a delta on a full list) as index positions.
+    func listPositions(_ id: String, index: RepoIndex, missing: (Int, PageID) throws -> UInt32) throws -> [UInt32] {
+        let key = "lists/" + id, what = objectName(key)
+        func look(_ n: Int, _ id: PageID) throws -> UInt32 {
+            if let p = index.position(of: id) { return UInt32(p) }
+            return try missing(n, id)
+        }
+        var positions: [UInt32] = []
+        var delta: (count: Int, base: PageID, changes: Int)?
+        let object = try getObject(key)
+        try PageListObject.stream(object, what: what, head: { head in
+            if case .delta(let count, let base, let changes) = head { delta = (count, base, changes) }
+        }, item: { n, id in
+            if delta == nil { positions.append(try look(n, id)) }
+        })
+        guard let delta else { return positions }
+        let baseKey = "lists/" + delta.base.hex
+        var baseIsFull = true
+        // A page of the base that the delta replaces may be gone from the
+        // index (prune keeps only what snapshots use): such pages are settled
+        // after the delta is applied.
+        var unresolved: [(n: Int, id: PageID)] = []
+        try PageListObject.stream(try getObject(baseKey), what: objectName(baseKey), head: { head in
+            if case .delta = head { baseIsFull = false }
+        }, item: { n, id in
+            guard baseIsFull && n < delta.count else { return }
+            if let p = index.position(of: id) { positions.append(UInt32(p)) }
+            else { unresolved.append((n, id)); positions.append(0) }
+        })
+        guard baseIsFull else {
+            throw StoreError(.other, location: what, message: "damaged page list: its base is not a full list")
+        }
+        // Pages past the base's end must all be in the delta.
+        let covered = positions.count
+        guard delta.count - covered <= delta.changes else {
+            throw StoreError(.other, location: what, message: "damaged page list: pages missing past its base")
+        }
+        positions += [UInt32](repeating: 0, count: delta.count - covered)
+        var filled = [Bool](repeating: false, count: delta.count)
+        try PageListObject.stream(object, what: what, head: { _ in }, item: { n, id in
+            filled[n] = true
+            positions[n] = try look(n, id)
+        })
+        guard !filled[covered...].contains(false) else {
+            throw StoreError(.other, location: what, message: "damaged page list: pages missing past its base")
+        }
+        for (n, id) in unresolved where !filled[n] { positions[n] = try missing(n, id) }
+        return positions
+    }
+
     /// A list object resolved to its ids.
     func loadList(_ id: String) throws -> [PageID] {
         let key = "lists/" + id
@@ -202,8 +264,16 @@ public final class Repository: @unchecked Sendable {
     /// The list objects a snapshot needs (its own and, for a delta, the base).
     func listKeys(of snapshot: Snapshot) throws -> [String] {
         let key = "lists/" + snapshot.list
-        let decoded = try PageListObject.decode(try getObject(key), what: objectName(key))
-        if case .delta(let base, _) = decoded.kind { return [key, "lists/" + base.hex] }
+        var base: PageID?
+        struct Enough: Error {}
+        do {
+            // Only the head is needed: stop there.
+            try PageListObject.stream(try getObject(key), what: objectName(key), head: { head in
+                if case .delta(_, let b, _) = head { base = b }
+                throw Enough()
+            }, item: { _, _ in })
+        } catch is Enough {}
+        if let base { return [key, "lists/" + base.hex] }
         return [key]
     }
 }
