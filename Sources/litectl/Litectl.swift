@@ -3,6 +3,12 @@
 // 2 error). Every behaviour lives in LitectlCore.
 import ArgumentParser
 import LitectlCore
+#if canImport(Glibc)
+/// glibc's mallopt (malloc.h, which the Glibc module does not export).
+@_silgen_name("mallopt") private func mallopt(_ parameter: Int32, _ value: Int32) -> Int32
+/// malloc.h: `#define M_MMAP_THRESHOLD -3`.
+private let M_MMAP_THRESHOLD: Int32 = -3
+#endif
 
 @main
 struct Litectl: ParsableCommand {
@@ -23,4 +29,17 @@ struct Litectl: ParsableCommand {
                       Repo.self, Snapshots.self, Forget.self, Prune.self, Unlock.self,
                       Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Demo.self]
     )
+
+    /// glibc raises its mmap threshold each time a large buffer is freed and
+    /// then serves later ones from its heap, which it seldom gives back: with
+    /// the threshold fixed at 128 KiB, buffers of that size and more (packs,
+    /// blobs, read chunks) go back to the system when freed, and the peak
+    /// memory of a run is what it uses (a first repository backup of 1 GB:
+    /// 61 MB instead of 69 MB).
+    static func main() {
+        #if canImport(Glibc)
+        _ = mallopt(M_MMAP_THRESHOLD, 128 << 10)
+        #endif
+        main(nil)
+    }
 }

@@ -471,6 +471,31 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         }
     }
 
+    /// A restore proves the file is the backed-up copy; it runs quick_check
+    /// itself only when the backup skipped its check, integrity_check when asked.
+    @Test func restoreChecksWhatTheBackupDidNot() throws {
+        let folder = try TemporaryFolder("repo-cli")
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
+        let app = folder.file("app.db")
+        try makeApp(app, rows: 2000)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        #expect(try repo.run(["backup", app, "--tag", "checked"]).status == 0)
+        #expect(try repo.run(["backup", app, "--verify", "none", "--tag", "unchecked"]).status == 0)
+        let snapshots = try snapshotsJSON(repo)
+        let checked = snapshots[0]["id"] as! String, unchecked = snapshots[1]["id"] as! String
+        #expect(snapshots[0]["verification"] as? String == "quick_check ok")
+        #expect(snapshots[1]["verification"] as? String == "skipped")
+        var r = try repo.run(["restore", "-v", checked, folder.file("a.db")])
+        #expect(r.status == 0 && r.stdout.contains("the copy passed quick_check at backup time"), "\(r.stdout) \(r.stderr)")
+        r = try repo.run(["restore", "-v", unchecked, folder.file("b.db")])
+        #expect(r.status == 0 && r.stdout.contains("quick_check ok"), "\(r.stdout) \(r.stderr)")
+        r = try repo.run(["restore", "-v", "--verify", "full", checked, folder.file("c.db")])
+        #expect(r.status == 0 && r.stdout.contains("integrity_check ok"), "\(r.stdout) \(r.stderr)")
+        for name in ["a.db", "b.db", "c.db"] { #expect(try hash(folder.file(name)) == (try hash(app))) }
+        r = try repo.run(["restore", "--quick", "--verify", "full", checked, folder.file("d.db")])
+        #expect(r.status == 64, "\(r.stderr)")
+    }
+
     @Test func locksStaleAndLive() throws {
         let folder = try TemporaryFolder("repo-cli")
         let repo = try #require(try TestRepo.make(.folder, in: folder))

@@ -161,8 +161,8 @@ def step(n):
 def restore_runs(tool):
     return [timing(os.path.basename(f)[:-5]) for f in sorted(glob.glob(f"{M}/restore-{tool}-[0-9]*.time"))]
 
-RESTORES = [("litectl", "litectl restore --repo latest"), ("litectl-quick", "litectl restore --repo --quick latest"),
-            ("restic", "restic restore latest"), ("cp", "cp (no fsync, no check)")]
+RESTORES = [("litectl", "litectl restore --repo latest"), ("litectl-full", "litectl restore --repo --verify full latest"),
+            ("restic", "restic restore latest"), ("restic-verify", "restic restore --verify latest"), ("cp", "cp (no fsync, no check)")]
 
 def restore():
     runs = len(restore_runs("litectl"))
@@ -172,7 +172,7 @@ def restore():
         r = restore_runs(key)
         print(f"   {label:<40} {sec(statistics.median(x['wall'] for x in r)):>8} "
               f"{sec(statistics.median(x['cpu'] for x in r)):>8} {mb(max(x['peak'] for x in r)):>10}")
-    for key in ("litectl", "litectl-quick"):
+    for key in ("litectl", "litectl-full"):
         files = sorted(glob.glob(f"{M}/restore-{key}-[0-9]*.phases"))
         ps = [json.load(open(f)) for f in files]
         ps = [p for p in ps if p["phases"]]
@@ -180,9 +180,11 @@ def restore():
             w = statistics.median(p["phases"][0]["end"] for p in ps)
             rest = statistics.median(p["exit"] - p["phases"][0]["end"] for p in ps)
             print(f"   {dict(RESTORES)[key]} phases (medians): pages fetched and written until {w:.2f} s, then {rest:.2f} s to exit "
-                  f"(fsync; SHA-256 then logical hash, beside {'quick_check' if 'quick' in key else 'integrity_check'})")
-    print("   litectl restore fsyncs the file and checks its SHA-256, integrity_check (quick_check with --quick) and logical hash;")
-    print("   restic restore writes the file without fsync or a check of the result; cp reads the page cache.")
+                  f"(SHA-256 then logical hash, beside the fsync{' and integrity_check' if 'full' in key else ''})")
+    print("   litectl restore checks every page against its id, then fsyncs the file and checks its SHA-256 and logical hash")
+    print("   (the copy passed quick_check at backup time); --verify full also runs integrity_check on it.")
+    print("   restic restore writes the file without fsync or a check of the result (--verify: reads it back and checks its chunks);")
+    print("   cp reads the page cache.")
     print(f"\n== read the whole repository back")
     for key, label in [("verify-litectl", "litectl verify --repo --read-data"), ("verify-restic", "restic check --read-data")]:
         t = timing(key)
@@ -216,8 +218,10 @@ def targets():
         target(tl <= 0.5 * tr, f"step {n}: litectl backup took {sec(tl)} = {tl / tr:.2f}x restic's {sec(tr)}; target <= 0.5x")
     ml = statistics.median(x["wall"] for x in restore_runs("litectl"))
     mr = statistics.median(x["wall"] for x in restore_runs("restic"))
-    mq = statistics.median(x["wall"] for x in restore_runs("litectl-quick"))
-    target(ml <= mr, f"restore: litectl median {sec(ml)} = {ml / mr:.2f}x restic's {sec(mr)}; target <= 1x  [with --quick {mq / mr:.2f}x]")
+    mf = statistics.median(x["wall"] for x in restore_runs("litectl-full"))
+    mv = statistics.median(x["wall"] for x in restore_runs("restic-verify"))
+    target(ml <= mr, f"restore: litectl median {sec(ml)} = {ml / mr:.2f}x restic's {sec(mr)}; target <= 1x  "
+                     f"[with --verify full (integrity_check) {mf / mr:.2f}x restic restore, {mf / mv:.2f}x restic restore --verify]")
     peaks = [(timing(f"step{n}-litectl")["peak"], f"backup step {n}") for n in range(3)]
     peaks += [(x["peak"], "restore") for x in restore_runs("litectl")]
     peak, where = max(peaks)
@@ -236,7 +240,7 @@ stat -c %s "$DB" >"$M/dbsize"
 "$LITECTL" repo init "$LREPO" >/dev/null
 restic init --repo "$RREPO" --quiet
 echo "database: $(($(stat -c %s "$DB") / 1000000)) MB, $(sqlite3 "$DB" 'PRAGMA page_count') pages of $(sqlite3 "$DB" 'PRAGMA page_size') bytes, journal_mode $(sqlite3 "$DB" 'PRAGMA journal_mode')"
-echo "litectl: $LITECTL (repository unencrypted, the repo init default; zlib level 6 per page, packs of 8 MiB)"
+echo "litectl: $LITECTL (repository unencrypted, the repo init default; format $(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["version"], "compression", c["compression"])' "$LREPO/config"): blobs of up to 256 KiB of pages at zstd level 3, packs of 4 MiB)"
 echo "restic: $(restic version | cut -d' ' -f1-2), repository format $(restic cat config --repo "$RREPO" --quiet | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])'), default compression (auto: zstd), encrypted as always"
 echo "restic backs up the database file itself: nothing writes to it during the benchmark, so the file is a consistent copy."
 echo "sizes in MB of 10^6 bytes; store growth is du -sb of the repository or folder before and after each backup;"
@@ -265,16 +269,20 @@ for ((run = 1; run <= RUNS; run++)); do
   measure "restore-litectl-$run" --phases "$LITECTL" restore --repo "$LREPO" latest "$T/restore/l.db"
   same_hash "litectl restore" "$T/restore/l.db"
   rm -f "$T/restore/l.db" && sync -f "$T"
-  measure "restore-litectl-quick-$run" --phases "$LITECTL" restore --repo "$LREPO" --quick latest "$T/restore/l.db"
-  same_hash "litectl restore --quick" "$T/restore/l.db"
+  measure "restore-litectl-full-$run" --phases "$LITECTL" restore --repo "$LREPO" --verify full latest "$T/restore/l.db"
+  same_hash "litectl restore --verify full" "$T/restore/l.db"
   rm -f "$T/restore/l.db" && sync -f "$T"
-  measure "restore-restic-$run" restic restore latest --repo "$RREPO" --target "$T/restore/r" --quiet
-  sync -f "$T"
-  if [[ $(sha256sum "$T/restore/r$DB" | cut -d' ' -f1) != "$want_sha" ]]; then
-    echo "bench-repo: FAILED: restic restored a file that differs from the source" >&2
-    exit 1
-  fi
-  rm -rf "$T/restore/r"
+  for kind in restic restic-verify; do
+    extra=()
+    [[ $kind == restic-verify ]] && extra=(--verify)
+    measure "restore-$kind-$run" restic restore latest --repo "$RREPO" --target "$T/restore/r" --quiet "${extra[@]}"
+    sync -f "$T"
+    if [[ $(sha256sum "$T/restore/r$DB" | cut -d' ' -f1) != "$want_sha" ]]; then
+      echo "bench-repo: FAILED: restic restored a file that differs from the source" >&2
+      exit 1
+    fi
+    rm -rf "$T/restore/r"
+  done
   measure "restore-cp-$run" cp "$DB" "$T/restore/c.db"
   sync -f "$T"
   rm -f "$T/restore/c.db"

@@ -1,9 +1,11 @@
-// A snapshot back into a database file: every page fetched (pack by pack,
-// whole packs or byte ranges), checked against its id and written at its place
-// in a temporary file beside TARGET; then the file's SHA-256, integrity_check
-// and the logical hash are compared with what the snapshot recorded, and the
-// file lands as `litectl restore` lands a backup (rename for a new TARGET; the
-// backup API in one transaction, the old content kept, for an existing one).
+// A snapshot back into a database file: every page fetched (packs on every
+// core, byte ranges of them), checked against its id and written at its place
+// in a temporary file beside TARGET; then the file's SHA-256 and logical hash
+// are compared with what the snapshot recorded (and quick_check or
+// integrity_check run when asked, or when the backup did not check the copy),
+// and the file lands as `litectl restore` lands a backup (rename for a new
+// TARGET; the backup API in one transaction, the old content kept, for an
+// existing one).
 // Built on the folder restore (Backup/Restore.swift).
 import Foundation
 #if canImport(Glibc)
@@ -18,8 +20,10 @@ public struct RepoRestoreRequest: Sendable {
     public var force = false
     public var keepOld = true
     public var timeout: Double = 60
-    /// integrity_check (full, the default) or quick_check (quick) of the rebuilt file.
-    public var verify: VerifyLevel = .full
+    /// The SQLite check of the rebuilt file: nil (the default) runs
+    /// quick_check only when the backup did not check the copy, since the
+    /// file is proven to be that very copy; quick or full to run one anyway.
+    public var verify: VerifyLevel?
     public init(snapshot: Snapshot, target: String) { self.snapshot = snapshot; self.target = target }
 }
 
@@ -57,19 +61,22 @@ public enum RepoRestore {
             return try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
                                   into: file, progress: progress)
         }()
-        try file.sync()
-        // The three checks only read the file: integrity_check on this thread,
-        // the SHA-256 and then the logical hash on another.
+        let level = request.verify ?? Self.defaultCheck(for: snapshot)
+        // The checks only read the file: the SHA-256 and then the logical hash
+        // on one thread; the fsync and the SQLite check, if any, on this one.
         let ((digest, logical), facts) = try Concurrently.run({ () throws -> (StreamDigest, String) in
             let digest = try FileStreams.digest(of: file.path)
             guard digest.sha256 == snapshot.databaseSHA256 else { return (digest, "") }
             return (digest, try ContentHasher.hash(path: file.path).digest)
-        }, { try BackupJob.inspect(file.path, verify: request.verify) })
+        }, { () throws -> CopyFacts? in
+            try file.sync()
+            return level == .none ? nil : try BackupJob.inspect(file.path, verify: level)
+        })
         guard digest.sha256 == snapshot.databaseSHA256 else {
             throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match the snapshot's; nothing restored", path: request.target)
         }
-        guard facts.passed else {
-            throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(request.verify == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
+        if let facts, !facts.passed {
+            throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
         }
         guard logical == snapshot.logicalHash else {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database's logical hash differs from the snapshot's; nothing restored", path: request.target)
@@ -85,6 +92,15 @@ public enum RepoRestore {
         restore.timeout = request.timeout
         let outcome = try Restore.run(restore)
         return RepoRestoreOutcome(keptOld: outcome.keptOld, replacedExisting: true, pages: snapshot.pageCount, bytesFetched: fetched)
+    }
+
+    /// The SQLite check a restore runs by default: none when the snapshot
+    /// records that its copy passed quick_check or integrity_check (the
+    /// rebuilt file is that copy, byte for byte: every page against its id,
+    /// the whole file against its SHA-256), quick_check when the backup
+    /// skipped it.
+    public static func defaultCheck(for snapshot: Snapshot) -> VerifyLevel {
+        snapshot.verification == "quick_check ok" || snapshot.verification == "integrity_check ok" ? .none : .quick
     }
 
     /// Fetches every page of `ids` and writes it at its place; returns the bytes

@@ -10,8 +10,10 @@ public final class Repository: @unchecked Sendable {
     /// The version `repo init` creates; version 1 repositories are still read and written (as version 1).
     public static let version = 2
     static let supportedVersions = 1...2
-    /// Packs are closed once they reach this size (the last one of a run is smaller).
-    public static let defaultPackSize = 8 << 20
+    /// Packs are closed once they reach this size (the last one of a run is
+    /// smaller): 4 MiB keeps a backup's memory flat (one pack is filled at a
+    /// time) and prune's unit small, at one S3 request per 4 MiB.
+    public static let defaultPackSize = 4 << 20
     /// zstd level of blobs (version 2): restic's default, about zlib -6's ratio at several times its speed.
     static let blobLevel: Int32 = 3
     /// A blob holds at most this many bytes of pages (version 2), and at most 255 pages.

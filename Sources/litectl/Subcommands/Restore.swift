@@ -29,9 +29,13 @@ struct Restore: ParsableCommand {
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
             with --db NAME (the database's file name or path) and --at TIME (the newest \
             snapshot at or before TIME, UTC). The file is rebuilt in a temporary file beside \
-            TARGET, every page checked against its id, then its SHA-256, integrity_check and \
-            logical hash compared with the snapshot's, before it lands as above. \
-            --json prints what was restored.
+            TARGET, every page checked against its id, then its SHA-256 and logical hash \
+            compared with the snapshot's, before it lands as above: the file is proven to \
+            be, byte for byte, the copy the backup made and checked (quick_check by \
+            default, as the snapshot's verification says). --verify quick or full runs \
+            quick_check or integrity_check on it again (a restore drill); without it, \
+            quick_check runs only when the backup skipped its check. --json prints what \
+            was restored.
             
             A restore killed with SIGKILL leaves its hidden temporary file \
             (.TARGET.tmp-* or .TARGET.before-restore-*.tmp-*) beside TARGET; the next \
@@ -59,8 +63,11 @@ struct Restore: ParsableCommand {
     @Flag(help: "With --force, do not keep TARGET's old content.")
     var noKeep = false
 
-    @Flag(help: "quick_check instead of integrity_check when verifying the backup.")
+    @Flag(help: "quick_check instead of integrity_check when verifying the backup (the same as --verify quick).")
     var quick = false
+
+    @Option(help: ArgumentHelp("The SQLite check of what is restored: quick (quick_check), full (integrity_check) or none. Default: full for a backup file; with --repo, quick only when the snapshot's copy was not checked at backup time.", valueName: "level"))
+    var verify: Backup.VerifyChoice?
 
     @Option(help: ArgumentHelp("Seconds to wait for locks held by other processes.", valueName: "seconds"))
     var timeout: Double = 60
@@ -74,6 +81,7 @@ struct Restore: ParsableCommand {
     func validate() throws {
         if json && !repository.isGiven { throw ValidationError("--json applies with --repo.") }
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
+        if quick && verify != nil { throw ValidationError("--quick is --verify quick: give one of them.") }
         guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
     }
 
@@ -86,7 +94,7 @@ struct Restore: ParsableCommand {
         var request = RestoreRequest(backup: backup, target: target)
         request.force = force
         request.keepOld = !noKeep
-        request.verify = quick ? .quick : .full
+        request.verify = quick ? .quick : verify?.level ?? .full
         request.timeout = timeout
         request.busyTimeout = Int(min(timeout, 3600) * 1000)
         let bar = ProgressBar(label: DurableFolder.baseName(of: target))
@@ -115,7 +123,8 @@ struct Restore: ParsableCommand {
             request.force = force
             request.keepOld = !noKeep
             request.timeout = timeout
-            request.verify = quick ? .quick : .full
+            request.verify = quick ? .quick : verify?.level
+            let level = request.verify ?? RepoRestore.defaultCheck(for: snapshot)
             let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
             bar.clear()
             if json {
@@ -127,7 +136,8 @@ struct Restore: ParsableCommand {
                                       ("logical_hash", .string(snapshot.logicalHash))]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
-                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, SHA-256, integrity_check and logical hash match")
+                let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
+                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, each checked against its id; SHA-256 and logical hash match; \(check)")
             }
         } catch {
             bar.clear()
