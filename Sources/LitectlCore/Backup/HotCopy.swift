@@ -45,6 +45,8 @@ public struct HotCopyOptions: Sendable {
     /// Read the source through mmap (faster; its pages then count in the
     /// process's resident memory, which repository backups keep flat).
     public var memoryMapped = true
+    /// Compute the copy's SHA-256 from its writes (`HotCopyResult.digest`).
+    public var hashWrites = true
 
     public init() {}
 }
@@ -137,7 +139,7 @@ public enum HotCopy {
         // page 1 as the backup will leave it; checked when the copy is done.
         let writer = CoalescingVFS.writer(of: target)
         var before = stat()
-        if let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
+        if options.hashWrites, let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
             writer.hashWrites(WrittenFileDigest(predictedFirstPage: page))
         }
 

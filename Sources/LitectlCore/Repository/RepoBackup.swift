@@ -116,6 +116,7 @@ public enum RepoBackup {
         var copyOptions = request.copy
         copyOptions.vacuum = false
         copyOptions.memoryMapped = false  // memory stays flat whatever the database size
+        copyOptions.hashWrites = false    // the page scan hashes the copy
         let result: HotCopyResult
         do {
             result = try HotCopy.copy(from: source, into: copyFile.path, options: copyOptions) {
@@ -130,21 +131,25 @@ public enum RepoBackup {
         }
         try? source.close()
 
-        // The checks of the copy run beside the page scan (they only read it):
-        // the scan and then the quick_check on one thread, the logical hash
-        // (the longest) on the other.
+        // The checks of the copy run beside the page scan (they only read it),
+        // each on a thread of its own: the scan, the quick_check, the logical hash.
+        func check() throws -> CopyFacts {
+            do {
+                return try BackupJob.inspect(copyFile.path, verify: request.verify)
+            } catch let error as DatabaseError where error.code.primary == .corrupt || error.code.primary == .notadb {
+                // A copy too damaged for the check to run: name the source, not our temporary file.
+                throw DatabaseError(code: .corrupt, message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no snapshot made: \(error.message)",
+                                    path: request.source)
+            }
+        }
         let ((scan, copyFacts), logicalHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
-                let scan = try scanPages(copyFile.path, repository: repository, index: index, lock: lock) {
-                    progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
+                let (facts, scan) = try Concurrently.run(check) {
+                    try scanPages(copyFile.path, repository: repository, index: index, lock: lock) {
+                        progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
+                    }
                 }
-                do {
-                    return (scan, try BackupJob.inspect(copyFile.path, verify: request.verify))
-                } catch let error as DatabaseError where error.code.primary == .corrupt || error.code.primary == .notadb {
-                    // A copy too damaged for the check to run: name the source, not our temporary file.
-                    throw DatabaseError(code: .corrupt, message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no snapshot made: \(error.message)",
-                                        path: request.source)
-                }
+                return (scan, facts)
             }, { () -> String in
                 // A copy too damaged to hash fails its check, which is reported instead.
                 (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""

@@ -202,11 +202,18 @@ public enum RepoRestore {
                 }
                 let raw = try repository.pages(fromBlob: Array(bytes[lo..<hi]), pages: Int(record.pages), pageSize: pageSize,
                                                ids: wanted, decompressor: decompressor, what: what)
+                // Runs of pages that follow each other both in the blob and in
+                // the file (a first backup's blobs are such runs) in one write each.
+                func slot(_ m: Int) -> Int { Int(index.entries[Int(positions[Int(pages[m])])].slot) }
                 try raw.withUnsafeBytes { all in
-                    for m in k..<end {
-                        let slot = Int(index.entries[Int(positions[Int(pages[m])])].slot)
-                        try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: all[slot * pageSize..<(slot + 1) * pageSize]),
+                    var m = k
+                    while m < end {
+                        let first = slot(m)
+                        var run = 1
+                        while m + run < end && pages[m + run] == pages[m] + UInt32(run) && slot(m + run) == first + run { run += 1 }
+                        try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: all[first * pageSize..<(first + run) * pageSize]),
                                      at: off_t(pages[m]) * off_t(pageSize), path: path)
+                        m += run
                     }
                 }
                 k = end
