@@ -11,7 +11,7 @@ import TestSupport
     static let commands: [[String]] = [
         ["info", "w.db"], ["query", "w.db", "SELECT * FROM t"], ["query", "--attach", "a=w.db", "SELECT * FROM a.t"],
         ["query", "--each", "w.db", "SELECT count(*) FROM t"], ["tables", "w.db", "--counts"], ["check", "w.db"],
-        ["stats", "--format", "csv", "w.db"], ["verify", "w.db"],
+        ["stats", "--format", "csv", "w.db"], ["verify", "w.db"], ["hash", "w.db"], ["diff", "w.db", "w.db"],
     ]
 
     @Test(arguments: commands)

@@ -1,33 +1,127 @@
 // The b-tree page layout of the SQLite file format, read in place: page
 // header, cell pointers, cells, payloads and their overflow, record fields.
+// Every read is checked against the usable area (the page less its reserved
+// bytes): `header()` and `cell(_:)` throw a PageError on any bytes; the
+// optional-returning helpers below them (used by the shared-pages shortcut)
+// give nil instead.
 // https://www.sqlite.org/fileformat2.html#b_tree_pages
 
 /// A b-tree page's header and cells, read in place.
 struct BTreePage {
     let bytes: UnsafeRawBufferPointer
     let usable: Int
+    /// Where the b-tree header starts: 100 on page 1 (after the database header), else 0.
+    let headerOffset: Int
 
     static let tableInterior: UInt8 = 0x05, tableLeaf: UInt8 = 0x0D
     static let indexInterior: UInt8 = 0x02, indexLeaf: UInt8 = 0x0A
 
-    var type: UInt8 { bytes[0] }
+    init(bytes: UnsafeRawBufferPointer, usable: Int, headerOffset: Int = 0) {
+        self.bytes = bytes
+        self.usable = min(usable, bytes.count)
+        self.headerOffset = headerOffset
+    }
+
+    /// Page `number` of a file: its header follows the 100-byte database header on page 1.
+    init(bytes: UnsafeRawBufferPointer, usable: Int, page number: UInt32) {
+        self.init(bytes: bytes, usable: usable, headerOffset: number == 1 ? 100 : 0)
+    }
+
+    var type: UInt8 { headerOffset < usable ? bytes[headerOffset] : 0 }
     var isValid: Bool { [Self.tableInterior, Self.tableLeaf, Self.indexInterior, Self.indexLeaf].contains(type) }
     var isLeaf: Bool { type == Self.tableLeaf || type == Self.indexLeaf }
     var isTable: Bool { type == Self.tableInterior || type == Self.tableLeaf }
-    var cellCount: Int { Int(u16(3)) }
-    var rightChild: UInt32 { u32(8) }
+    var cellCount: Int { headerOffset + 5 <= usable ? Int(u16(headerOffset + 3)) : 0 }
+    var rightChild: UInt32 { headerOffset + 12 <= usable ? u32(headerOffset + 8) : 0 }
+    /// Where the cell pointer array starts.
+    var cellPointers: Int { headerOffset + (isLeaf ? 8 : 12) }
 
     func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
     func u32(_ at: Int) -> UInt32 {
         UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
     }
 
+    // MARK: Checked reading
+
+    /// The page's header fields, checked: a known page type, and a cell
+    /// pointer array that fits in the usable area with no more cells than a
+    /// page of this size can hold.
+    func header() throws -> (type: UInt8, cellCount: Int, rightChild: UInt32) {
+        guard headerOffset + 8 <= usable, isValid else {
+            throw PageError(.badPageType, "not a b-tree page (type byte \(type))")
+        }
+        let count = cellCount
+        guard cellPointers + 2 * count <= usable, count <= (bytes.count - 8) / 6 else {
+            throw PageError(.badHeader, "\(count) cells do not fit in the page")
+        }
+        return (type, count, isLeaf ? 0 : rightChild)
+    }
+
+    /// Cell `i` (after `header()` succeeded), every offset checked.
+    func cell(_ i: Int) throws -> BTreeCell {
+        guard i >= 0, i < cellCount else { throw PageError(.badCell, cell: i, "no such cell") }
+        let pointer = cellPointers + 2 * i
+        guard pointer + 2 <= usable else { throw PageError(.badHeader, cell: i, "cell pointer past the page") }
+        var at = Int(u16(pointer))
+        guard at >= cellPointers + 2 * cellCount, at < usable else {
+            throw PageError(.badCell, cell: i, "cell starts at \(at), outside the cell content area")
+        }
+        guard let base = bytes.baseAddress else { throw PageError(.badCell, cell: i, "empty page") }
+        var cell = BTreeCell()
+        let type = self.type
+        if type != Self.tableLeaf && type != Self.indexLeaf {
+            guard at + 4 <= usable else { throw PageError(.badCell, cell: i, "child pointer past the page") }
+            cell.leftChild = u32(at)
+            at += 4
+        }
+        if type == Self.tableInterior {
+            guard let key = Varint.read(base, at, usable) else { throw PageError(.badCell, cell: i, "key runs past the page") }
+            cell.rowid = Int64(bitPattern: key.value)
+            return cell
+        }
+        guard let size = Varint.read(base, at, usable), size.value <= UInt64(Int32.max) else {
+            throw PageError(.badCell, cell: i, "payload size runs past the page or is too large")
+        }
+        at += size.length
+        if type == Self.tableLeaf {
+            guard let rowid = Varint.read(base, at, usable) else { throw PageError(.badCell, cell: i, "rowid runs past the page") }
+            cell.rowid = Int64(bitPattern: rowid.value)
+            at += rowid.length
+        }
+        let p = Int(size.value)
+        let local = BTreePage.localSize(payload: p, usable: usable, table: type == Self.tableLeaf)
+        cell.payloadSize = p
+        cell.localStart = at
+        cell.localSize = local
+        if local < p {
+            guard at + local + 4 <= usable else {
+                throw PageError(.badCell, cell: i, "payload of \(p) bytes runs past the page")
+            }
+            cell.overflow = u32(at + local)
+        } else {
+            guard at + local <= usable else { throw PageError(.badCell, cell: i, "payload of \(p) bytes runs past the page") }
+        }
+        return cell
+    }
+
+    /// How many of a `payload`-byte payload's bytes a cell keeps on its page
+    /// (the rest goes to overflow pages): the file format's X, M and K.
+    static func localSize(payload p: Int, usable u: Int, table: Bool) -> Int {
+        let maxLocal = table ? u - 35 : (u - 12) * 64 / 255 - 23
+        if p <= maxLocal { return p }
+        let minLocal = (u - 12) * 32 / 255 - 23
+        let k = minLocal + (p - minLocal) % (u - 4)
+        return k <= maxLocal ? k : minLocal
+    }
+
+    // MARK: Unchecked helpers (nil on malformed bytes)
+
     /// Where cell `i` starts, nil when outside the page.
     func cellStart(_ i: Int) -> Int? {
-        let pointer = (isLeaf ? 8 : 12) + 2 * i
+        let pointer = cellPointers + 2 * i
         guard pointer + 2 <= usable else { return nil }
         let start = Int(u16(pointer))
-        return start >= (isLeaf ? 8 : 12) && start < usable ? start : nil
+        return start >= cellPointers && start < usable ? start : nil
     }
 
     /// The left child of interior cell `i`.
@@ -38,88 +132,40 @@ struct BTreePage {
 
     /// A varint at `at`: its value and length, nil past the usable area.
     func varint(_ at: Int) -> (value: UInt64, length: Int)? {
-        var value: UInt64 = 0
-        for i in 0..<9 {
-            guard at + i < usable else { return nil }
-            let byte = bytes[at + i]
-            if i == 8 { return (value << 8 | UInt64(byte), 9) }
-            value = value << 7 | UInt64(byte & 0x7F)
-            if byte & 0x80 == 0 { return (value, i + 1) }
-        }
-        return nil
+        guard let base = bytes.baseAddress, at >= 0 else { return nil }
+        return Varint.read(base, at, usable)
     }
 
     /// The payload of cell `i`: where it starts, its total size, the bytes
     /// stored on this page, and the first overflow page (0 when none).
     /// nil for a table interior page (no payload) or a malformed cell.
     func payload(_ i: Int) -> (start: Int, size: Int, local: Int, overflow: UInt32)? {
-        guard type != Self.tableInterior, var at = cellStart(i) else { return nil }
-        if type == Self.indexInterior { at += 4 }
-        guard let size = varint(at), size.value < UInt64(Int32.max) else { return nil }
-        at += size.length
-        if type == Self.tableLeaf {
-            guard let rowid = varint(at) else { return nil }
-            at += rowid.length
-        }
-        let p = Int(size.value), u = usable
-        let maxLocal = type == Self.tableLeaf ? u - 35 : (u - 12) * 64 / 255 - 23
-        let minLocal = (u - 12) * 32 / 255 - 23
-        if p <= maxLocal {
-            return at + p <= usable ? (at, p, p, 0) : nil
-        }
-        let k = minLocal + (p - minLocal) % (u - 4)
-        let local = k <= maxLocal ? k : minLocal
-        guard at + local + 4 <= usable else { return nil }
-        return (at, p, local, u32(at + local))
+        guard type != Self.tableInterior, let cell = try? cell(i) else { return nil }
+        return (cell.localStart, cell.payloadSize, cell.localSize, cell.overflow)
     }
 
     /// The rowid of table-leaf cell `i`.
     func rowid(_ i: Int) -> Int64? {
-        guard type == Self.tableLeaf, let start = cellStart(i), let size = varint(start),
-              let rowid = varint(start + size.length) else { return nil }
-        return Int64(bitPattern: rowid.value)
+        guard type == Self.tableLeaf, let cell = try? cell(i) else { return nil }
+        return cell.rowid
     }
 
     /// The first `count` fields of the record in index cell `i` (a WITHOUT
     /// ROWID table's key columns), nil when they do not lie on this page.
     func keyFields(_ i: Int, count: Int) -> [Value]? {
-        guard let cell = payload(i) else { return nil }
-        let end = cell.start + cell.local
-        guard let headerSize = varint(cell.start), headerSize.value <= UInt64(end - cell.start) else { return nil }
-        var typeAt = cell.start + headerSize.length
-        var valueAt = cell.start + Int(headerSize.value)
+        guard let cell = try? cell(i), type == Self.indexLeaf || type == Self.indexInterior,
+              let base = bytes.baseAddress else { return nil }
+        let start = base + cell.localStart
+        guard let header = try? RecordHeader.size(start, local: cell.localSize, payloadSize: cell.payloadSize),
+              header.size <= cell.localSize else { return nil }
+        var fields: [RecordField] = []
+        guard (try? RecordHeader.parse(start, headerSize: header.size, sizeLength: header.length,
+                                       payloadSize: cell.payloadSize, limit: count, into: &fields)) != nil,
+              fields.count == count else { return nil }
         var values: [Value] = []
-        while values.count < count {
-            guard typeAt < cell.start + Int(headerSize.value), let serial = varint(typeAt) else { return nil }
-            typeAt += serial.length
-            let t = serial.value
-            let length: Int
-            switch t {
-            case 0, 8, 9: length = 0
-            case 1, 2, 3, 4: length = Int(t)
-            case 5: length = 6
-            case 6, 7: length = 8
-            case 10, 11: return nil
-            default: length = Int((t - 12) / 2)
-            }
-            guard length <= end - valueAt else { return nil }
-            switch t {
-            case 0: values.append(.null)
-            case 8: values.append(.integer(0))
-            case 9: values.append(.integer(1))
-            case 1...6:
-                var v: Int64 = Int64(Int8(bitPattern: bytes[valueAt]))
-                for j in 1..<length { v = v << 8 | Int64(bytes[valueAt + j]) }
-                values.append(.integer(v))
-            case 7:
-                var bits: UInt64 = 0
-                for j in 0..<8 { bits = bits << 8 | UInt64(bytes[valueAt + j]) }
-                values.append(.real(Double(bitPattern: bits)))
-            default:
-                let content = Array(bytes[valueAt..<(valueAt + length)])
-                values.append(t % 2 == 0 ? .blob(content) : .text(content))
-            }
-            valueAt += length
+        for field in fields {
+            guard field.end <= cell.localSize else { return nil }
+            values.append(SerialType.cell(field.type, start + field.offset).value)
         }
         return values
     }
@@ -135,4 +181,19 @@ struct BTreePage {
         result.append(rightChild)
         return result
     }
+}
+
+/// One cell of a b-tree page, as offsets into its page.
+struct BTreeCell {
+    /// The child page left of this cell (interior pages), else 0.
+    var leftChild: UInt32 = 0
+    /// The rowid (table leaf) or key (table interior), else 0.
+    var rowid: Int64 = 0
+    /// The payload's whole size (0 on table interior pages, which have none).
+    var payloadSize = 0
+    /// Where the payload's local part starts on the page, and its length.
+    var localStart = 0
+    var localSize = 0
+    /// The first overflow page, 0 when the payload is all local.
+    var overflow: UInt32 = 0
 }

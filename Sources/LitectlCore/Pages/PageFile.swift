@@ -1,12 +1,19 @@
 // Reading a database file page by page as a connection's read transaction
-// sees it, through SQLite's own file handle (SQLITE_FCNTL_FILE_POINTER), never
-// through a second open of the file: closing another descriptor would drop
-// SQLite's POSIX locks. Pages that have a frame anywhere in the -wal are named,
-// so that callers never trust the main file's copy of them.
+// sees it, through SQLite's own file handles (SQLITE_FCNTL_FILE_POINTER and
+// _JOURNAL_POINTER), never through a second open of the file: closing another
+// descriptor would drop SQLite's POSIX locks. Pages that have a frame anywhere
+// in the -wal are named, so that callers never trust the main file's copy of
+// them; when the snapshot's frames are known (see WALIndexHeader), those pages
+// are read from the -wal.
 // https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html
 import CSQLite
 
 /// The pages of one connection's main database as its read transaction sees them.
+///
+/// One reader per thread: `clone()` makes another over the same handles
+/// (reads are positioned reads, which may run at once), with its own caches.
+/// Other threads may read only while the connection's own thread leaves it
+/// alone (waits for them).
 final class PageFile {
     let connection: Connection
     let file: UnsafeMutablePointer<sqlite3_file>
@@ -16,11 +23,25 @@ final class PageFile {
     /// Pages with a frame anywhere in the -wal: their copy in the main file
     /// may be older than the snapshot, so they never count as identical.
     private(set) var walPages = Set<UInt32>()
+    /// The -wal, when the database has one that SQLite reads.
+    private(set) var wal: UnsafeMutablePointer<sqlite3_file>?
+    /// The snapshot's pages in the -wal: page → offset of its data there.
+    /// nil when the snapshot's frames are not known: pages in `walPages`
+    /// cannot then be read (`page` gives nil).
+    private(set) var walFrames: [UInt32: Int]? = [:]
+
+    /// True when every page of the snapshot can be read.
+    var seesWholeSnapshot: Bool { walFrames != nil || walPages.isEmpty }
 
     /// nil when the file cannot be read this way (no file handle, or a WAL
     /// that SQLite reads but this reader cannot see). Call inside the
     /// connection's read transaction, after its first read.
-    init?(_ connection: Connection) throws {
+    ///
+    /// `walIndex` is the wal-index header of the transaction's snapshot
+    /// (`WALIndexHeader.pinned`): with it, the snapshot's frames are known
+    /// and pages in the -wal are read from there. Without it, those pages
+    /// are unreadable.
+    init?(_ connection: Connection, walIndex: WALIndexHeader? = nil) throws {
         self.connection = connection
         let db = connection.rawHandle
         var pointer: UnsafeMutablePointer<sqlite3_file>?
@@ -44,6 +65,11 @@ final class PageFile {
             if let wal, wal.pointee.pMethods != nil {
                 guard let pages = PageFile.framePages(wal, pageSize: pageSize) else { return nil }
                 walPages = pages
+                self.wal = wal
+                walFrames = pages.isEmpty ? [:] : nil
+                if !pages.isEmpty, let walIndex, walIndex.pageCount == pageCount || walIndex.maxFrame == 0 {
+                    walFrames = walIndex.frames(in: wal, pageSize: pageSize)
+                }
             } else if !connection.isImmutable {
                 // SQLite would read a -wal we cannot see.
                 return nil
@@ -51,10 +77,46 @@ final class PageFile {
         }
     }
 
+    /// Another reader of the same snapshot, with caches of its own (for another thread).
+    private init(sharing other: PageFile) {
+        connection = other.connection
+        file = other.file
+        pageSize = other.pageSize
+        usableSize = other.usableSize
+        pageCount = other.pageCount
+        walPages = other.walPages
+        wal = other.wal
+        walFrames = other.walFrames
+    }
+
+    func clone() -> PageFile { PageFile(sharing: self) }
+
     /// Reads `count` bytes at `offset` of the main file; false on any error or short read.
     func read(into buffer: UnsafeMutableRawPointer, count: Int, offset: Int) -> Bool {
         guard let xRead = file.pointee.pMethods.pointee.xRead else { return false }
         return xRead(file, buffer, Int32(count), sqlite3_int64(offset)) == SQLITE_OK
+    }
+
+    /// Where the snapshot's copy of `page` is: in the -wal (at that offset),
+    /// in the main file (nil), or nowhere this reader can see (throws).
+    @inline(__always)
+    private func walOffset(_ page: UInt32) -> Int?? {
+        guard !walPages.isEmpty, walPages.contains(page) else { return .some(nil) }
+        guard let walFrames else { return nil }
+        return .some(walFrames[page])
+    }
+
+    /// Page `page` (1-based) of the snapshot, valid until the next call on
+    /// this reader; throws when it lies outside the file or cannot be read.
+    func load(_ page: UInt32) throws -> UnsafeRawPointer {
+        guard page >= 1, page <= pageCount else {
+            throw PageError(.pageOutOfRange, page: page, "page \(page) is outside the file (\(pageCount) pages)")
+        }
+        guard let pointer = self.page(page) else {
+            throw PageError(.unreadable, page: page, walFrames == nil && walPages.contains(page)
+                            ? "the page is in the -wal and the snapshot's frames are not known" : "cannot read the page")
+        }
+        return pointer
     }
 
     // A small direct-mapped cache of 64 KiB chunks: one read per chunk
@@ -75,6 +137,11 @@ final class PageFile {
     /// out of range or unreadable.
     func page(_ page: UInt32) -> UnsafeRawPointer? {
         guard page >= 1, page <= pageCount else { return nil }
+        switch walOffset(page) {
+        case .none: return nil
+        case .some(.some(let offset)): return readWAL(offset)
+        case .some(.none): break
+        }
         let index = Int(page - 1)
         let chunk = index / chunkPages, slot = chunk % PageFile.slotCount
         if slots[slot].chunk != chunk {
@@ -95,7 +162,18 @@ final class PageFile {
     /// scattered over the file), valid until the next call.
     func singlePage(_ page: UInt32) -> UnsafeRawPointer? {
         guard page >= 1, page <= pageCount else { return nil }
+        switch walOffset(page) {
+        case .none: return nil
+        case .some(.some(let offset)): return readWAL(offset)
+        case .some(.none): break
+        }
         return read(into: single, count: pageSize, offset: Int(page - 1) * pageSize) ? UnsafeRawPointer(single) : nil
+    }
+
+    /// A page's data from the -wal, at `offset`, in the single-page buffer.
+    private func readWAL(_ offset: Int) -> UnsafeRawPointer? {
+        guard let wal, let xRead = wal.pointee.pMethods?.pointee.xRead else { return nil }
+        return xRead(wal, single, Int32(pageSize), sqlite3_int64(offset)) == SQLITE_OK ? UnsafeRawPointer(single) : nil
     }
 
     /// The page numbers named in the headers of every frame of the -wal

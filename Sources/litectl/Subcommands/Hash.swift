@@ -23,6 +23,12 @@ struct Hash: ParsableCommand {
             --data-only, their CREATE statements and those of their indexes and \
             triggers). --per-table adds one line per table: `SHA256  ROWS  TABLE`.
 
+            Rows are read straight from the database's b-tree pages (on every core), \
+            as SQLite's own SELECT would return them; a table the page reader cannot \
+            read (a virtual table, pages in a -wal whose snapshot it cannot pin down, \
+            a damaged page) is read with SQL statements instead, and --verbose says \
+            so on stderr. The hash is the same either way.
+
             Exit status: 0 when every database was hashed, 2 when any could not be.
             """)
 
@@ -41,6 +47,9 @@ struct Hash: ParsableCommand {
     @Flag(help: "Also print each table's data hash and row count.")
     var perTable = false
 
+    @Flag(name: .shortAndLong, help: "Say on stderr which tables were read with SQL statements rather than from their pages, and why.")
+    var verbose = false
+
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
@@ -56,6 +65,9 @@ struct Hash: ParsableCommand {
         for path in databases {
             do {
                 let result = try ContentHasher.hash(path: path, options: options, busyTimeout: database.busyTimeout)
+                if verbose {
+                    for note in result.notes { printError("note: \(path): \(note)") }
+                }
                 printOut("\(result.digest)  \(path)")
                 if perTable {
                     for table in result.tables { printOut("  \(table.digest)  \(table.rows)  \(table.name)") }
