@@ -4,11 +4,21 @@
 import Foundation
 import LitectlCore
 
+/// Tests keep litectl's caches (the row sums of repository backups) out of
+/// the home folder, in a folder of the test process's own, here and in the
+/// litectl processes they start.
+private let keepCachesOutOfHome: Void = {
+    if getenv("LITECTL_CACHE_DIR") == nil {
+        setenv("LITECTL_CACHE_DIR", FileManager.default.temporaryDirectory.path + "/litectl-test-cache-\(getpid())", 1)
+    }
+}()
+
 /// A fresh temporary folder, removed when the value is deinitialized.
 public final class TemporaryFolder: @unchecked Sendable {
     public let path: String
 
     public init(_ label: String = "test") throws {
+        _ = keepCachesOutOfHome
         let base = FileManager.default.temporaryDirectory.path
         var template = Array("\(base)/litectl-\(label)-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }

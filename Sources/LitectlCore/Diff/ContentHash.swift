@@ -59,8 +59,10 @@ public enum ContentHasher {
     }
 
     /// `walIndex`: the wal-index header of the transaction's snapshot (see `WALIndexHeader.pinned`).
+    /// `known`: sums and row counts of tables already summed by the caller,
+    /// by index into `hashedTables` (all tables must be selected).
     static func hash(_ connection: Connection, options: ContentHashOptions,
-                     walIndex: WALIndexHeader? = nil) throws -> ContentHash {
+                     walIndex: WALIndexHeader? = nil, known: [Int: (sum: UInt256, rows: Int64)] = [:]) throws -> ContentHash {
         let schema = try connection.readSchema()
         var total = SHA256Hasher()
         let wanted = Set(options.tables.map(sqlNameKey))
@@ -92,10 +94,14 @@ public enum ContentHasher {
         if options.includeData {
             let chosen = hashedTables(schema).filter { selected($0.name) }
             // Tables the page reader hashed; the others are read with statements.
-            var fromPages: [Int: (sum: UInt256, rows: Int64)] = [:]
-            if options.readPages {
+            precondition(known.isEmpty || wanted.isEmpty, "known sums are by index into every hashed table")
+            var fromPages = known
+            let rest = chosen.indices.filter { known[$0] == nil }
+            if options.readPages && !rest.isEmpty {
                 let threads = options.threads > 0 ? options.threads : SnapshotReader.threads()
-                (fromPages, notes) = PageHasher.hash(connection, chosen, walIndex: walIndex, threads: threads)
+                let (sums, pageNotes) = PageHasher.hash(connection, rest.map { chosen[$0] }, walIndex: walIndex, threads: threads)
+                for (i, sum) in sums { fromPages[rest[i]] = sum }
+                notes = pageNotes
             }
             for (i, table) in chosen.enumerated() {
                 let header = tableHeader(table)

@@ -37,6 +37,10 @@ public struct RepoBackupOutcome: Sendable {
     public var bytesAdded: Int64
     public var packsWritten: Int
     public var seconds: Double
+    /// Pages whose rows the logical hash summed anew, and pages whose sums it
+    /// took from the last backup of the database (both 0 when it was not summed page by page).
+    public var hashPagesDecoded = 0
+    public var hashPagesReused = 0
 }
 
 /// The repository's index as this process knows it, shared by the backups a
@@ -142,19 +146,28 @@ public enum RepoBackup {
                                     path: request.source)
             }
         }
-        let ((scan, copyFacts), logicalHash) = try withoutActuallyEscaping(progress) { progress in
+        // The logical hash is summed page by page in the scan, reusing the sums
+        // of the pages the last backup of this database met (RowSumCache);
+        // when the copy cannot be read that way, it is computed on a thread of its own.
+        let sourceHost = RepoLock.hostname
+        let rowSums = try? PageRowSums(path: copyFile.path,
+                                       cacheFile: RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath))
+        let ((scan, copyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
                 let (facts, scan) = try Concurrently.run(check) {
-                    try scanPages(copyFile.path, repository: repository, index: index, lock: lock) {
+                    try scanPages(copyFile.path, repository: repository, index: index, lock: lock, rowSums: rowSums) {
                         progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
                     }
                 }
                 return (scan, facts)
             }, { () -> String in
+                guard rowSums == nil else { return "" }
                 // A copy too damaged to hash fails its check, which is reported instead.
-                (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
+                return (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
             })
         }
+        // A copy too damaged to hash fails its check, which is reported instead.
+        let logicalHash = rowSums.map { (try? $0.finish()) ?? "" } ?? separateHash
         if copyFacts.passed && logicalHash.isEmpty {
             throw DatabaseError(code: .corrupt, message: "cannot compute the copy's logical hash; no snapshot made", path: request.source)
         }
@@ -200,7 +213,8 @@ public enum RepoBackup {
         if rememberPages { index.add(scan.writer.writtenIDs) }
         return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.pageCount, pagesNew: scan.newPages,
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
-                                 seconds: snapshot.durationSeconds)
+                                 seconds: snapshot.durationSeconds, hashPagesDecoded: rowSums?.decoded ?? 0,
+                                 hashPagesReused: rowSums?.reused ?? 0)
     }
 
     struct PageScan {
@@ -219,7 +233,7 @@ public enum RepoBackup {
     /// new; the new ones gathered into blobs, compressed on every core, and
     /// written into packs.
     static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
-                          progress: (Int, Int) -> Void) throws -> PageScan {
+                          rowSums: PageRowSums? = nil, progress: (Int, Int) -> Void) throws -> PageScan {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
         defer { close(fd) }
@@ -304,6 +318,9 @@ public enum RepoBackup {
                         }
                     }
                     hasher = h
+                }
+                ids.withUnsafeBufferPointer { ids in
+                    rowSums?.add(first: page + 1, pages: chunk, pageSize: pageSize, ids: UnsafeBufferPointer(rebasing: ids[0..<n]))
                 }
                 for k in 0..<n {
                     let id = ids[k]

@@ -1,0 +1,189 @@
+// The logical hash of a backup's copy (`litectl hash`, Diff/ContentHash.swift)
+// computed in the page scan itself, page by page in file order: each page that
+// holds rows of a hashed table (a rowid table's leaves; every page of a
+// WITHOUT ROWID table's tree) adds the sum of its rows' digests to its table's
+// sum, and a page whose number, table and content are those of a page the
+// previous backup of the database met reuses that backup's sum (RowSumCache)
+// instead of decoding its rows again: an incremental backup decodes only the
+// pages that changed. Rows are decoded by the page reader (Pages/) and hashed
+// as PageHasher hashes them, so the digest is the same bit for bit; a table
+// the reader cannot read, or whose pages are not where its tree says, is left
+// to ContentHasher's own paths. Built on Diff's hash and Pages' decoder.
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+final class PageRowSums {
+    /// The copy's connection, in a read transaction until `finish`.
+    private let connection: Connection
+    private let reader: SnapshotReader
+    private let tables: [Table]
+    private var layouts: [TableLayout?]
+    private var decoders: [RowDecoder?]
+    /// Per page number: 1 + the index of the table whose rows it holds, 0 for none.
+    private var owner: [UInt16]
+    private var sums: [UInt256]
+    private var rows: [Int64]
+    private var failed: [Bool]
+    private(set) var notes: [String] = []
+    private var cacheIn: RowSumCache.Reader?
+    private var cacheOut: RowSumCache.Writer?
+    private var buffer: [UInt8] = []
+    /// Pages whose sums came from the cache, and pages decoded.
+    private(set) var reused = 0, decoded = 0
+
+    /// The fingerprint a cache must carry to be used for this database:
+    /// everything the decoded values depend on besides the pages themselves.
+    private(set) var fingerprint: [UInt8] = []
+
+    /// Opens the copy at `path` and finds the pages of every hashed table.
+    /// `cacheFile` is where the previous backup's sums are and this one's go.
+    init(path: String, cacheFile: String?) throws {
+        connection = try Connection(path: path, mode: .readOnly, immutable: true)
+        try connection.execute("BEGIN DEFERRED")
+        _ = try connection.scalar("SELECT count(*) FROM sqlite_schema")
+        reader = try SnapshotReader(connection, walIndex: nil)
+        tables = ContentHasher.hashedTables(try connection.readSchema())
+        layouts = Array(repeating: nil, count: tables.count)
+        decoders = Array(repeating: nil, count: tables.count)
+        sums = Array(repeating: UInt256(), count: tables.count)
+        rows = Array(repeating: 0, count: tables.count)
+        failed = Array(repeating: false, count: tables.count)
+        owner = [UInt16](repeating: 0, count: Int(reader.pages.pageCount) + 1)
+        guard tables.count < Int(UInt16.max) else { throw PageError(.unsupported, "too many tables") }
+
+        var fingerprint = SHA256()
+        fingerprint.update(data: Array("litectl row sums 1".utf8))
+        for n in [reader.pages.pageSize, reader.pages.usableSize] { withUnsafeBytes(of: UInt64(n).littleEndian) { fingerprint.update(bufferPointer: $0) } }
+        fingerprint.update(data: Array(reader.encoding.rawValue.utf8) + [0])
+        for (t, table) in tables.enumerated() {
+            fingerprint.update(data: Array(table.name.utf8) + [0])
+            do {
+                let layout = try reader.layout(table, columns: table.contentColumns.map(\.name))
+                layouts[t] = layout
+                decoders[t] = reader.decoder(layout, claimed: ClaimedPages(pageCount: reader.pages.pageCount))
+                fingerprint.update(data: Array("\(layout.withoutRowid)".utf8) + [0])
+                for column in layout.columns {
+                    fingerprint.update(data: Array("\(column.name)\u{0}\(column.source)\u{0}\(column.realAffinity)\u{0}\(column.declaredType)\u{0}\(column.defaultSQL ?? "\u{1}")\u{0}".utf8))
+                }
+                try markPages(of: t, layout)
+            } catch {
+                fail(t, "\(error)")
+            }
+        }
+        self.fingerprint = Array(fingerprint.finalize())
+        if let cacheFile {
+            cacheIn = RowSumCache.Reader(path: cacheFile, fingerprint: self.fingerprint)
+            cacheOut = RowSumCache.Writer(path: cacheFile, fingerprint: self.fingerprint)
+        }
+    }
+
+    deinit { try? connection.execute("COMMIT") }
+
+    private func fail(_ t: Int, _ why: String) {
+        if !failed[t] { notes.append("table \(tables[t].name) hashed apart from the page scan: \(why)") }
+        failed[t] = true
+    }
+
+    /// Marks the pages that hold `t`'s rows, reading only interior pages: a
+    /// b-tree's leaves are all at one depth, so once one child of a level is a
+    /// leaf, all of that level are (the scan checks each one's kind).
+    private func markPages(of t: Int, _ layout: TableLayout) throws {
+        let walker = BTreeWalker(pages: reader.pages, claimed: ClaimedPages(pageCount: reader.pages.pageCount))
+        var level: [UInt32] = [layout.root]
+        var leaves = false
+        var depth = 0
+        while !level.isEmpty {
+            var next: [UInt32] = []
+            for p in level {
+                guard p >= 1, Int(p) < owner.count, owner[Int(p)] == 0 else {
+                    throw PageError(.badTree, page: p, "page outside the file or in two trees")
+                }
+                if leaves {
+                    owner[Int(p)] = UInt16(t + 1)
+                    continue
+                }
+                let (page, cells) = try walker.node(p, depth: min(depth, BTreeWalker.maxDepth - 1), index: layout.withoutRowid)
+                if page.isLeaf || layout.withoutRowid { owner[Int(p)] = UInt16(t + 1) } else { owner[Int(p)] = UInt16.max }
+                if page.isLeaf { continue }
+                for i in 0..<cells { next.append(try page.cell(i).leftChild) }
+                next.append(page.rightChild)
+            }
+            depth += 1
+            guard depth < BTreeWalker.maxDepth else { throw PageError(.badTree, "b-tree deeper than 20 levels") }
+            if let first = next.first, !leaves {
+                leaves = try walker.node(first, depth: min(depth, BTreeWalker.maxDepth - 1), index: layout.withoutRowid).page.isLeaf
+            }
+            level = next
+        }
+    }
+
+    /// Adds the pages `first ..< first + count` (their bytes, and their ids
+    /// as the repository names them).
+    func add(first: Int, pages: UnsafeRawBufferPointer, pageSize: Int, ids: UnsafeBufferPointer<PageID>) {
+        for k in 0..<ids.count {
+            let p = first + k
+            guard p < owner.count else { break }
+            let o = Int(owner[p])
+            guard o != 0 && o != Int(UInt16.max) else { continue }
+            let t = o - 1
+            if failed[t] { continue }
+            let bytes = UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize])
+            if let cached = cacheIn?.entry(for: UInt32(p)), cached.table == UInt16(t), cached.id == ids[k] {
+                cached.sum.withUnsafeBytes { sums[t].add($0) }
+                rows[t] += Int64(cached.rows)
+                cacheOut?.add(cached)
+                reused += 1
+                continue
+            }
+            do {
+                let (sum, count, overflow) = try pageSum(t, bytes, page: UInt32(p))
+                sums[t].add(sum)
+                rows[t] += Int64(count)
+                decoded += 1
+                // A page whose rows run on in overflow pages depends on those
+                // too: its sum is never reused.
+                if !overflow {
+                    cacheOut?.add(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: ids[k], rows: UInt32(count), sum: sum.bytes))
+                }
+            } catch {
+                fail(t, "\(error)")
+            }
+        }
+    }
+
+    /// The sum and count of the rows on one page of `t`'s tree, and whether any runs into overflow pages.
+    private func pageSum(_ t: Int, _ bytes: UnsafeRawBufferPointer, page number: UInt32) throws -> (UInt256, Int, Bool) {
+        guard let layout = layouts[t], let decoder = decoders[t] else { throw PageError(.unsupported, "no layout") }
+        let page = BTreePage(bytes: bytes, usable: reader.pages.usableSize, page: number)
+        let header = try page.header()
+        guard page.isTable != layout.withoutRowid, page.isLeaf || layout.withoutRowid else {
+            throw PageError(.unexpectedPageType, page: number, "not a page of this table's rows")
+        }
+        var sum = UInt256(), overflow = false
+        for i in 0..<header.cellCount {
+            let cell = try page.cell(i)
+            if cell.overflow != 0 { overflow = true }
+            let row = try decoder.decode(page, cell)
+            PageHasher.encode(row, into: &buffer)
+            var hasher = SHA256()
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+            hasher.finalize().withUnsafeBytes { sum.add($0) }
+        }
+        return (sum, header.cellCount, overflow)
+    }
+
+    /// The logical hash: the schema and the tables the scan could not sum
+    /// from ContentHasher, the rest from the pages. Writes the new cache.
+    func finish() throws -> String {
+        var known: [Int: (sum: UInt256, rows: Int64)] = [:]
+        for t in tables.indices where !failed[t] { known[t] = (sums[t], rows[t]) }
+        let hash = try ContentHasher.hash(connection, options: ContentHashOptions(), known: known)
+        notes += hash.notes
+        cacheOut?.commit()
+        return hash.digest
+    }
+}
