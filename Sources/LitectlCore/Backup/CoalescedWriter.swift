@@ -270,6 +270,11 @@ final class CoalescedWriter: @unchecked Sendable {
         return SQLITE_OK
     }
 
+    /// Whether to start the disk writeback as data is written (off for a
+    /// scratch copy that is read back and deleted: it may never reach the disk).
+    /// Set before the first write.
+    var startsWriteback = true
+
     /// Bytes written before the writeback thread is woken.
     static let writebackBatch: Int64 = 8 << 20
 
@@ -277,7 +282,7 @@ final class CoalescedWriter: @unchecked Sendable {
     /// writeback thread once a batch has gathered.
     private func wroteLocked(_ offset: Int64, _ length: Int) {
         #if os(Linux)
-        guard Self.syncFileRange != nil else { return }
+        guard startsWriteback, Self.syncFileRange != nil else { return }
         let end = offset + Int64(length)
         let range = unflushed.map { (min($0.low, offset), max($0.high, end)) } ?? (offset, end)
         unflushed = range

@@ -47,6 +47,12 @@ public struct HotCopyOptions: Sendable {
     public var memoryMapped = true
     /// Compute the copy's SHA-256 from its writes (`HotCopyResult.digest`).
     public var hashWrites = true
+    /// With `hashWrites`: told of each page after the first as it is
+    /// written, in order; valid only when the result has a digest.
+    var pageObserver: (any WrittenPageObserver)?
+    /// Start the disk writeback of the copy as it is written, so that the
+    /// fsync before its rename has little left to do (off for a scratch copy).
+    public var writeback = true
 
     public init() {}
 }
@@ -138,9 +144,12 @@ public enum HotCopy {
         // Hash the copy as it is written (no second pass over the file), from
         // page 1 as the backup will leave it; checked when the copy is done.
         let writer = CoalescingVFS.writer(of: target)
+        if !options.writeback { writer?.startsWriteback = false }
         var before = stat()
         if options.hashWrites, let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
-            writer.hashWrites(WrittenFileDigest(predictedFirstPage: page))
+            var digest = WrittenFileDigest(predictedFirstPage: page)
+            digest.observer = options.pageObserver
+            writer.hashWrites(digest)
         }
 
         var stepPages = Int32(options.pagesPerStep ?? 256)

@@ -11,6 +11,9 @@
 /// was hashed) makes `result` nil, and the caller hashes the finished file.
 struct WrittenFileDigest {
     let predictedFirstPage: [UInt8]
+    /// Told of every page after the first, in order, as it is hashed (holes
+    /// as pages of zeros); page 1 is the caller's to read once the copy is done.
+    var observer: (any WrittenPageObserver)?
     private var hasher = SHA256Hasher()
     /// Bytes hashed so far, page 1 included.
     private var end: Int64
@@ -41,6 +44,11 @@ struct WrittenFileDigest {
         guard offset >= end else { broken = true; return }  // rewritten: the hash already has the old bytes
         if offset > end { hashZeros(offset - end) }
         hasher.update(bytes)
+        if let observer {
+            let size = Int64(pageSize)
+            guard offset % size == 0, Int64(bytes.count) % size == 0 else { broken = true; return }
+            observer.wrote(bytes, firstPage: Int(offset / size) + 1, pageSize: pageSize)
+        }
         end += Int64(bytes.count)
     }
 
@@ -63,6 +71,20 @@ struct WrittenFileDigest {
             zeros.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             left -= Int64(n)
         }
+        if let observer {
+            let size = Int64(pageSize)
+            guard end % size == 0, count % size == 0 else { broken = true; return }
+            let page = [UInt8](repeating: 0, count: pageSize)
+            for k in 0..<Int(count / size) {
+                page.withUnsafeBytes { observer.wrote($0, firstPage: Int(end / size) + 1 + k, pageSize: pageSize) }
+            }
+        }
         end += count
     }
+}
+
+/// Receives the pages of a copy as they are written (see `WrittenFileDigest`).
+protocol WrittenPageObserver: AnyObject, Sendable {
+    /// `bytes` are whole pages, from page number `firstPage` on.
+    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int)
 }

@@ -121,37 +121,47 @@ final class PageRowSums {
         }
     }
 
-    /// Adds the pages `first ..< first + count` (their bytes, and their ids
-    /// as the repository names them).
+    /// Whether page `p` (whose id is `id`) must be read for its rows: a page
+    /// of a hashed table whose sum the cache does not have. A page whose sum
+    /// the cache has is added here. Pages must be asked in increasing order.
+    func needs(_ p: Int, id: PageID) -> Bool {
+        guard p < owner.count else { return false }
+        let o = Int(owner[p])
+        guard o != 0 && o != Int(UInt16.max) else { return false }
+        let t = o - 1
+        if failed[t] { return false }
+        if let cached = cacheIn?.entry(for: UInt32(p)), cached.table == UInt16(t), cached.id == id {
+            cached.sum.withUnsafeBytes { sums[t].add($0) }
+            rows[t] += Int64(cached.rows)
+            cacheOut?.add(cached)
+            reused += 1
+            return false
+        }
+        return true
+    }
+
+    /// Adds the rows of page `p`, one that `needs` asked for.
+    func add(_ p: Int, bytes: UnsafeRawBufferPointer, id: PageID) {
+        let t = Int(owner[p]) - 1
+        do {
+            let (sum, count, overflow) = try pageSum(t, bytes, page: UInt32(p))
+            sums[t].add(sum)
+            rows[t] += Int64(count)
+            decoded += 1
+            // A page whose rows run on in overflow pages depends on those
+            // too: its sum is never reused.
+            if !overflow {
+                cacheOut?.add(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: id, rows: UInt32(count), sum: sum.bytes))
+            }
+        } catch {
+            fail(t, "\(error)")
+        }
+    }
+
+    /// Adds the pages `first ..< first + ids.count` of a scan that has them all at hand.
     func add(first: Int, pages: UnsafeRawBufferPointer, pageSize: Int, ids: UnsafeBufferPointer<PageID>) {
-        for k in 0..<ids.count {
-            let p = first + k
-            guard p < owner.count else { break }
-            let o = Int(owner[p])
-            guard o != 0 && o != Int(UInt16.max) else { continue }
-            let t = o - 1
-            if failed[t] { continue }
-            let bytes = UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize])
-            if let cached = cacheIn?.entry(for: UInt32(p)), cached.table == UInt16(t), cached.id == ids[k] {
-                cached.sum.withUnsafeBytes { sums[t].add($0) }
-                rows[t] += Int64(cached.rows)
-                cacheOut?.add(cached)
-                reused += 1
-                continue
-            }
-            do {
-                let (sum, count, overflow) = try pageSum(t, bytes, page: UInt32(p))
-                sums[t].add(sum)
-                rows[t] += Int64(count)
-                decoded += 1
-                // A page whose rows run on in overflow pages depends on those
-                // too: its sum is never reused.
-                if !overflow {
-                    cacheOut?.add(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: ids[k], rows: UInt32(count), sum: sum.bytes))
-                }
-            } catch {
-                fail(t, "\(error)")
-            }
+        for k in 0..<ids.count where needs(first + k, id: ids[k]) {
+            add(first + k, bytes: UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize]), id: ids[k])
         }
     }
 

@@ -97,6 +97,8 @@ struct PageRefs {
 
 public enum RepoBackup {
     static let temporaryStem = "litectl-snapshot"
+    /// Take the pages' ids from the copy's writes when it allows (tests turn it off to compare).
+    nonisolated(unsafe) static var pagesFromWrites = true
 
     /// The folder for temporary copies.
     public static func temporaryFolder(_ requested: String?) -> String {
@@ -120,7 +122,11 @@ public enum RepoBackup {
         var copyOptions = request.copy
         copyOptions.vacuum = false
         copyOptions.memoryMapped = false  // memory stays flat whatever the database size
-        copyOptions.hashWrites = false    // the page scan hashes the copy
+        copyOptions.writeback = false     // a scratch copy: read back, then deleted
+        // The copy's pages are hashed and looked up as they are written.
+        let collector = PageCollector(repository: repository, index: index, writer: PackWriter(repository: repository))
+        copyOptions.hashWrites = true
+        copyOptions.pageObserver = collector
         let result: HotCopyResult
         do {
             result = try HotCopy.copy(from: source, into: copyFile.path, options: copyOptions) {
@@ -154,10 +160,15 @@ public enum RepoBackup {
                                        cacheFile: RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath))
         let ((scan, copyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
-                let (facts, scan) = try Concurrently.run(check) {
-                    try scanPages(copyFile.path, repository: repository, index: index, lock: lock, rowSums: rowSums) {
-                        progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1))
+                let (facts, scan) = try Concurrently.run(check) { () throws -> PageScan in
+                    let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
+                    if pagesFromWrites, let digest = result.digest, !collector.broken,
+                       let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,
+                                                     lock: lock, rowSums: rowSums, progress: report) {
+                        return scan
                     }
+                    return try scanPages(copyFile.path, repository: repository, index: index, lock: lock, rowSums: rowSums,
+                                         progress: report)
                 }
                 return (scan, facts)
             }, { () -> String in
@@ -215,145 +226,6 @@ public enum RepoBackup {
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds, hashPagesDecoded: rowSums?.decoded ?? 0,
                                  hashPagesReused: rowSums?.reused ?? 0)
-    }
-
-    struct PageScan {
-        var refs = PageRefs()
-        var pageSize = 0
-        var pageCount = 0
-        var newPages = 0
-        var packBytes: Int64 = 0
-        var sha256 = ""
-        var firstPage: [UInt8]?
-        var writer: PackWriter
-    }
-
-    /// Reads the copy in chunks: per chunk, the file's SHA-256 and the page ids
-    /// side by side; each page found in the index, in this run, or claimed as
-    /// new; the new ones gathered into blobs, compressed on every core, and
-    /// written into packs.
-    static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
-                          rowSums: PageRowSums? = nil, progress: (Int, Int) -> Void) throws -> PageScan {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
-        defer { close(fd) }
-        var info = stat()
-        fstat(fd, &info)
-        let size = Int(info.st_size)
-        var head = [UInt8](repeating: 0, count: 100)
-        guard size >= 512, pread(fd, &head, 100, 0) == 100 else {
-            throw DatabaseError(code: .notadb, message: "the copy is empty", path: path)
-        }
-        let field = Int(head[16]) << 8 | Int(head[17])
-        let pageSize = field == 1 ? 65536 : field
-        guard pageSize >= 512, pageSize & (pageSize - 1) == 0, size % pageSize == 0 else {
-            throw DatabaseError(code: .notadb, message: "the copy's size is not a whole number of pages", path: path)
-        }
-        let writer = PackWriter(repository: repository)
-        if let lock { writer.afterPack = { try lock.refresh() } }
-        var scan = PageScan(pageSize: pageSize, writer: writer)
-        let pageCount = size / pageSize
-        scan.pageCount = pageCount
-        scan.refs.refs.reserveCapacity(pageCount)
-        let base = index.base
-        let checkOthers = index.hasAdded
-        var hasher = SHA256Hasher()
-        let groupPages = repository.blobPages(pageSize: pageSize)
-        let log2 = UInt8(pageSize.trailingZeroBitCount)
-        let chunkPages = max(groupPages, (2 << 20) / pageSize)
-        var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
-        var ids = [PageID](repeating: PageID(a: 0, b: 0, c: 0, d: 0), count: chunkPages)
-        // The blob being filled: its pages' bytes and the position of its first.
-        var group: [UInt8] = []
-        group.reserveCapacity(groupPages * pageSize)
-        var groupFirst = 0
-        var full: [(first: Int, pages: [UInt8])] = []
-        let workers = min(ProcessInfo.processInfo.activeProcessorCount, 4)
-        let compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel) }
-
-        /// Compresses the full blobs on every core and adds them in order.
-        func store(_ blobs: [(first: Int, pages: [UInt8])]) throws {
-            guard !blobs.isEmpty else { return }
-            let made = Locked([[UInt8]?](repeating: nil, count: blobs.count))
-            let failure = Locked<(any Error)?>(nil)
-            let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
-            DispatchQueue.concurrentPerform(iterations: n) { w in
-                for j in stride(from: w, to: blobs.count, by: n) {
-                    do {
-                        let blob = try blobs[j].pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
-                        made.withLock { $0[j] = blob }
-                    } catch { failure.withLock { $0 = error } }
-                }
-            }
-            if let error = failure.withLock({ $0 }) { throw error }
-            let blobsMade = made.withLock { $0 }
-            for (j, item) in blobs.enumerated() {
-                try writer.add(blob: blobsMade[j]!, first: item.first, pages: item.pages.count / pageSize, pageSizeLog2: log2)
-            }
-        }
-
-        var page = 0
-        while page < pageCount {
-            let n = min(chunkPages, pageCount - page)
-            let want = n * pageSize
-            var got = 0
-            while got < want {
-                let r = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(page * pageSize + got)) }
-                if r < 0 && errno == EINTR { continue }
-                guard r > 0 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
-                got += r
-            }
-            if page == 0 { scan.firstPage = Array(buffer[0..<pageSize]) }
-            try buffer.withUnsafeBytes { all in
-                // The file's SHA-256 on one thread, the page ids on the others.
-                nonisolated(unsafe) let chunk = UnsafeRawBufferPointer(rebasing: all[0..<want])
-                let idWorkers = max(1, min(workers, 4) - 1)
-                ids.withUnsafeMutableBufferPointer { out in
-                    nonisolated(unsafe) let out = out
-                    nonisolated(unsafe) var h = hasher
-                    DispatchQueue.concurrentPerform(iterations: idWorkers + 1) { w in
-                        if w == idWorkers { h.update(chunk); return }
-                        for k in stride(from: w, to: n, by: idWorkers) {
-                            out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: chunk[k * pageSize..<(k + 1) * pageSize]))
-                        }
-                    }
-                    hasher = h
-                }
-                ids.withUnsafeBufferPointer { ids in
-                    rowSums?.add(first: page + 1, pages: chunk, pageSize: pageSize, ids: UnsafeBufferPointer(rebasing: ids[0..<n]))
-                }
-                for k in 0..<n {
-                    let id = ids[k]
-                    if let p = base.position(of: id) {
-                        scan.refs.refs.append(UInt32(p))
-                    } else if let p = writer.position(of: id) {
-                        scan.refs.refs.append(PageRefs.own | UInt32(p))
-                    } else if checkOthers && index.addedContains(id) {
-                        scan.refs.appendOther(id)
-                    } else {
-                        let p = writer.claim(id)!
-                        scan.refs.refs.append(PageRefs.own | UInt32(p))
-                        if group.isEmpty { groupFirst = p }
-                        group.append(contentsOf: UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
-                        scan.newPages += 1
-                        if group.count == groupPages * pageSize {
-                            full.append((groupFirst, group))
-                            group.removeAll(keepingCapacity: true)
-                        }
-                    }
-                }
-            }
-            try store(full)
-            full.removeAll()
-            page += n
-            progress(page, pageCount)
-        }
-        if !group.isEmpty { try store([(groupFirst, group)]) }
-        try writer.flush()
-        writer.releaseBuffer()
-        scan.packBytes = writer.bytesWritten
-        scan.sha256 = hasher.finalizeHex()
-        return scan
     }
 
     /// Writes the snapshot's page list: a delta on the parent's full list when

@@ -1,0 +1,330 @@
+// A backup's copy turned into page references and stored pages: each page's
+// id (SHA-256, or HMAC-SHA256 when encrypted) looked up in the index, the
+// pages the repository lacks gathered in file order into blobs, compressed
+// on every core and written into packs, and the copy's SHA-256. Two ways:
+// when the copy was written in order (the usual case), the ids come from the
+// writes themselves (PageCollector, on the copy's hashing thread) and only
+// the new pages and the changed pages of tables are read back; otherwise one
+// scan reads the whole copy. The logical hash's row sums (PageRowSums) ride
+// along either way.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct PageScan {
+    var refs = PageRefs()
+    var pageSize = 0
+    var pageCount = 0
+    var newPages = 0
+    var packBytes: Int64 = 0
+    var sha256 = ""
+    var firstPage: [UInt8]?
+    var writer: PackWriter
+}
+
+/// Where a page goes: the index (by position), this run's new pages, or the
+/// pages other backups of the run stored. Not thread-safe: one owner at a time.
+struct PageClassifier {
+    let base: RepoIndex
+    let shared: SharedIndex
+    let checkOthers: Bool
+    let writer: PackWriter
+
+    init(index: SharedIndex, writer: PackWriter) {
+        base = index.base; shared = index; checkOthers = index.hasAdded; self.writer = writer
+    }
+
+    /// Appends the page's reference; true when it is new (claimed: its bytes must be stored).
+    func classify(_ id: PageID, into refs: inout PageRefs) -> Bool {
+        if let p = base.position(of: id) {
+            refs.refs.append(UInt32(p))
+        } else if let p = writer.position(of: id) {
+            refs.refs.append(PageRefs.own | UInt32(p))
+        } else if checkOthers && shared.addedContains(id) {
+            refs.appendOther(id)
+        } else {
+            let p = writer.claim(id)!
+            refs.refs.append(PageRefs.own | UInt32(p))
+            return true
+        }
+        return false
+    }
+}
+
+/// Gathers claimed pages into blobs (in claim order) and stores them: the
+/// full blobs of a batch compressed on every core, then added in order.
+final class BlobBuilder {
+    let repository: Repository
+    let writer: PackWriter
+    let pageSize: Int
+    private let groupPages: Int
+    private let log2: UInt8
+    private var group: [UInt8] = []
+    private var groupFirst = 0
+    private var full: [(first: Int, pages: [UInt8])] = []
+    private let workers: Int
+    private let compressors: [ZstdCompressor]
+
+    init(repository: Repository, writer: PackWriter, pageSize: Int) {
+        self.repository = repository; self.writer = writer; self.pageSize = pageSize
+        groupPages = repository.blobPages(pageSize: pageSize)
+        log2 = UInt8(pageSize.trailingZeroBitCount)
+        group.reserveCapacity(groupPages * pageSize)
+        workers = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+        compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel) }
+    }
+
+    /// Adds the next claimed page (its claim position and bytes).
+    func append(_ position: Int, _ page: UnsafeRawBufferPointer) {
+        if group.isEmpty { groupFirst = position }
+        group.append(contentsOf: page)
+        if group.count == groupPages * pageSize {
+            full.append((groupFirst, group))
+            group.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Stores the blobs filled so far.
+    func drain() throws {
+        try store(full)
+        full.removeAll()
+    }
+
+    /// Stores everything, the last blob partly filled.
+    func finish() throws {
+        try drain()
+        if !group.isEmpty { try store([(groupFirst, group)]); group.removeAll() }
+    }
+
+    private func store(_ blobs: [(first: Int, pages: [UInt8])]) throws {
+        guard !blobs.isEmpty else { return }
+        let made = Locked([[UInt8]?](repeating: nil, count: blobs.count))
+        let failure = Locked<(any Error)?>(nil)
+        let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
+        let repository = self.repository
+        nonisolated(unsafe) let compressors = self.compressors
+        DispatchQueue.concurrentPerform(iterations: n) { w in
+            for j in stride(from: w, to: blobs.count, by: n) {
+                do {
+                    let blob = try blobs[j].pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
+                    made.withLock { $0[j] = blob }
+                } catch { failure.withLock { $0 = error } }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        let blobsMade = made.withLock { $0 }
+        for (j, item) in blobs.enumerated() {
+            try writer.add(blob: blobsMade[j]!, first: item.first, pages: item.pages.count / pageSize, pageSizeLog2: log2)
+        }
+    }
+}
+
+/// The ids of a copy's pages taken from its writes (pages 2 to the last, in
+/// order, on the copy's hashing thread): their references, and which ones
+/// were claimed as new. Page 1, which SQLite writes last, is read afterwards.
+final class PageCollector: WrittenPageObserver, @unchecked Sendable {
+    let repository: Repository
+    let classifier: PageClassifier
+    /// References of pages 2, 3, ...
+    var refs = PageRefs()
+    /// Claimed pages, one bit per page number.
+    private(set) var claimed: [Bool] = [false, false]
+    private(set) var next = 2
+    private(set) var broken = false
+
+    init(repository: Repository, index: SharedIndex, writer: PackWriter) {
+        self.repository = repository
+        classifier = PageClassifier(index: index, writer: writer)
+    }
+
+    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int) {
+        guard !broken, firstPage == next, bytes.count % pageSize == 0 else { broken = true; return }
+        for k in 0..<bytes.count / pageSize {
+            let id = repository.pageID(UnsafeRawBufferPointer(rebasing: bytes[k * pageSize..<(k + 1) * pageSize]))
+            claimed.append(classifier.classify(id, into: &refs))
+        }
+        next += bytes.count / pageSize
+    }
+}
+
+extension RepoBackup {
+    /// After a copy whose pages `collector` saw written: page 1, then one pass
+    /// in file order that reads only the pages to store (claimed) or to sum
+    /// (changed pages of tables), in runs of up to 2 MiB.
+    /// nil, before doing anything, when the collector did not see every page.
+    static func storeCollected(_ path: String, collector: PageCollector, sha256: String, repository: Repository,
+                               lock: RepoLock?, rowSums: PageRowSums?, progress: (Int, Int) -> Void) throws -> PageScan? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        let writer = collector.classifier.writer
+        if let lock { writer.afterPack = { try lock.refresh() } }
+        var head = [UInt8](repeating: 0, count: 100)
+        guard pread(fd, &head, 100, 0) == 100 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
+        let field = Int(head[16]) << 8 | Int(head[17])
+        let pageSize = field == 1 ? 65536 : field
+        let pageCount = Int(info.st_size) / max(pageSize, 1)
+        guard pageSize >= 512, Int(info.st_size) % pageSize == 0, collector.next == pageCount + 1, !collector.broken else { return nil }
+        var scan = PageScan(pageSize: pageSize, pageCount: pageCount, writer: writer)
+        scan.sha256 = sha256
+        func readPages(_ first: Int, _ count: Int, into buffer: inout [UInt8]) throws {
+            let want = count * pageSize
+            var got = 0
+            while got < want {
+                let r = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t((first - 1) * pageSize + got)) }
+                if r < 0 && errno == EINTR { continue }
+                guard r > 0 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
+                got += r
+            }
+        }
+        // Page 1: its reference first, then the others' as the writes gave them.
+        var first = [UInt8](repeating: 0, count: pageSize)
+        try readPages(1, 1, into: &first)
+        scan.firstPage = first
+        let firstID = first.withUnsafeBytes { repository.pageID($0) }
+        var refs = PageRefs()
+        refs.refs.reserveCapacity(pageCount)
+        let firstIsNew = collector.classifier.classify(firstID, into: &refs)
+        refs.others = collector.refs.others.map { $0 }
+        // (Page 1's reference may be an "other" one: keep its index past the collector's.)
+        if refs.refs[0] & PageRefs.kindMask == PageRefs.other {
+            refs.refs[0] = PageRefs.other | UInt32(collector.refs.others.count)
+            refs.others.append(firstID)
+        }
+        refs.refs += collector.refs.refs
+        scan.refs = refs
+
+        // Pages 2...: those claimed (stored in claim order) and those the row sums need.
+        let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
+        let chunkPages = max(1, (2 << 20) / pageSize)
+        var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
+        var p = 2
+        while p <= pageCount {
+            let end = min(pageCount + 1, p + chunkPages)
+            // Which pages of [p, end) are needed, in runs.
+            var needed = [Bool](repeating: false, count: end - p)
+            var summed = [Bool](repeating: false, count: end - p)
+            for q in p..<end {
+                summed[q - p] = rowSums?.needs(q, id: refs.id(q - 1, index: collector.classifier.base, writer: writer)) ?? false
+                needed[q - p] = collector.claimed[q] || summed[q - p]
+            }
+            var q = p
+            while q < end {
+                guard needed[q - p] else { q += 1; continue }
+                var r = q
+                while r < end && needed[r - p] { r += 1 }
+                try readPages(q, r - q, into: &buffer)
+                try buffer.withUnsafeBytes { all in
+                    for s in q..<r {
+                        let page = UnsafeRawBufferPointer(rebasing: all[(s - q) * pageSize..<(s - q + 1) * pageSize])
+                        if collector.claimed[s] {
+                            builder.append(Int(refs.refs[s - 1] & ~PageRefs.own), page)
+                            scan.newPages += 1
+                        }
+                        if summed[s - p] { rowSums?.add(s, bytes: page, id: refs.id(s - 1, index: collector.classifier.base, writer: writer)) }
+                    }
+                }
+                q = r
+            }
+            try builder.drain()
+            p = end
+            progress(p - 1, pageCount)
+        }
+        try builder.finish()
+        // Page 1 was claimed last: its blob comes last.
+        if firstIsNew {
+            try first.withUnsafeBytes { builder.append(Int(refs.refs[0] & ~PageRefs.own), $0) }
+            try builder.finish()
+            scan.newPages += 1
+        }
+        try writer.flush()
+        writer.releaseBuffer()
+        scan.packBytes = writer.bytesWritten
+        return scan
+    }
+
+    /// Reads the whole copy page by page: the file's SHA-256, each page's id,
+    /// the new pages into packs, and the row sums.
+    static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
+                          rowSums: PageRowSums? = nil, progress: (Int, Int) -> Void) throws -> PageScan {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        let size = Int(info.st_size)
+        var head = [UInt8](repeating: 0, count: 100)
+        guard size >= 512, pread(fd, &head, 100, 0) == 100 else {
+            throw DatabaseError(code: .notadb, message: "the copy is empty", path: path)
+        }
+        let field = Int(head[16]) << 8 | Int(head[17])
+        let pageSize = field == 1 ? 65536 : field
+        guard pageSize >= 512, pageSize & (pageSize - 1) == 0, size % pageSize == 0 else {
+            throw DatabaseError(code: .notadb, message: "the copy's size is not a whole number of pages", path: path)
+        }
+        let writer = PackWriter(repository: repository)
+        if let lock { writer.afterPack = { try lock.refresh() } }
+        let classifier = PageClassifier(index: index, writer: writer)
+        var scan = PageScan(pageSize: pageSize, writer: writer)
+        let pageCount = size / pageSize
+        scan.pageCount = pageCount
+        scan.refs.refs.reserveCapacity(pageCount)
+        var hasher = SHA256Hasher()
+        let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
+        let chunkPages = max(repository.blobPages(pageSize: pageSize), (2 << 20) / pageSize)
+        var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
+        var ids = [PageID](repeating: PageID(a: 0, b: 0, c: 0, d: 0), count: chunkPages)
+        let workers = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+
+        var page = 0
+        while page < pageCount {
+            let n = min(chunkPages, pageCount - page)
+            let want = n * pageSize
+            var got = 0
+            while got < want {
+                let r = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t(page * pageSize + got)) }
+                if r < 0 && errno == EINTR { continue }
+                guard r > 0 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
+                got += r
+            }
+            if page == 0 { scan.firstPage = Array(buffer[0..<pageSize]) }
+            buffer.withUnsafeBytes { all in
+                // The file's SHA-256 on one thread, the page ids on the others.
+                nonisolated(unsafe) let chunk = UnsafeRawBufferPointer(rebasing: all[0..<want])
+                let idWorkers = max(1, workers - 1)
+                ids.withUnsafeMutableBufferPointer { out in
+                    nonisolated(unsafe) let out = out
+                    nonisolated(unsafe) var h = hasher
+                    DispatchQueue.concurrentPerform(iterations: idWorkers + 1) { w in
+                        if w == idWorkers { h.update(chunk); return }
+                        for k in stride(from: w, to: n, by: idWorkers) {
+                            out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: chunk[k * pageSize..<(k + 1) * pageSize]))
+                        }
+                    }
+                    hasher = h
+                }
+                ids.withUnsafeBufferPointer { ids in
+                    rowSums?.add(first: page + 1, pages: chunk, pageSize: pageSize, ids: UnsafeBufferPointer(rebasing: ids[0..<n]))
+                }
+                for k in 0..<n where classifier.classify(ids[k], into: &scan.refs) {
+                    builder.append(Int(scan.refs.refs.last! & ~PageRefs.own), UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
+                    scan.newPages += 1
+                }
+            }
+            try builder.drain()
+            page += n
+            progress(page, pageCount)
+        }
+        try builder.finish()
+        try writer.flush()
+        writer.releaseBuffer()
+        scan.packBytes = writer.bytesWritten
+        scan.sha256 = hasher.finalizeHex()
+        return scan
+    }
+}
