@@ -1,0 +1,263 @@
+// `litectl transform`: changes a table's definition with SQLite's 12-step
+// rebuild (https://www.sqlite.org/lang_altertable.html#otheralter) in one
+// transaction, with foreign keys off during the move, and proves the result
+// before commit: every kept value compared row by row with the old table,
+// foreign_key_check no worse than before, quick_check of the new table.
+// Each change runs first on an empty copy of the schema (SchemaReplica), so a
+// change that would break an index, view or trigger fails before the file is
+// touched.
+
+/// One change to a table's definition.
+public enum TransformChange: Sendable, Equatable {
+    case rename(column: String, to: String)
+    case type(column: String, type: String)
+    case drop(column: String)
+    case setDefault(column: String, sql: String)
+    case dropDefault(column: String)
+    case notNull(column: String)
+    case nullable(column: String)
+    case collate(column: String, collation: String)
+    case primaryKey(columns: [String])
+    case addForeignKey(column: String, table: String, parentColumn: String?)
+    case dropForeignKey(column: String)
+    case columnOrder([String])
+    case strict(Bool)
+    case withoutRowid
+}
+
+public struct TransformRequest: Sendable {
+    public var table: String
+    public var changes: [TransformChange]
+    /// Commit even when stored values change (type affinity, STRICT coercion).
+    public var allowConversion = false
+    public init(table: String, changes: [TransformChange]) {
+        self.table = table
+        self.changes = changes
+    }
+}
+
+public enum TransformMode: Sendable {
+    /// Run and commit.
+    case execute
+    /// Run every step and every check, then roll back.
+    case dryRun
+    /// Only work out the statements (on the empty schema copy).
+    case sqlOnly
+}
+
+/// What happened to one column of the new table.
+public struct TransformColumnOutcome: Sendable {
+    public var name: String
+    /// The column's name before a --rename.
+    public var previousName: String
+    /// The changes asked for, in words ("type TEXT → INTEGER").
+    public var changes: [String]
+    /// Rows whose stored value differs from the old one (type or bytes); nil
+    /// when the rows could not be compared.
+    public var changedValues: Int64?
+    /// For changed values: (old storage class, new storage class, rows).
+    public var transitions: [(from: String, to: String, rows: Int64)]
+}
+
+public struct TransformReport: Sendable {
+    public var path: String
+    public var table: String
+    public var committed = false
+    /// Rows copied into the new table.
+    public var rows: Int64 = 0
+    /// Rows of the new table matched to an old row for the comparison (by
+    /// rowid when kept, else by the new primary key).
+    public var pairedRows: Int64?
+    /// How rows were matched: "rowid", "primary key" or nil (not compared).
+    public var pairedBy: String?
+    public var columns: [TransformColumnOutcome] = []
+    public var droppedColumns: [String] = []
+    public var foreignKeyViolationsBefore: Int64 = 0
+    public var foreignKeyViolationsAfter: Int64 = 0
+    public var quickCheck = "not run"
+    public var notes: [String] = []
+    /// The statements of the rebuild, as a script a person could run.
+    public var statements: [String] = []
+
+    /// Columns whose values changed.
+    public var convertedColumns: [TransformColumnOutcome] { columns.filter { ($0.changedValues ?? 0) > 0 } }
+}
+
+/// The transform was possible but its result is not acceptable (values would
+/// change without --allow-conversion, foreign keys would be orphaned, rows do
+/// not fit a new constraint). Nothing was changed.
+public struct TransformRefusal: Error, CustomStringConvertible {
+    public var message: String
+    public var report: TransformReport
+    public var description: String { "\(report.path): \(message)" }
+}
+
+public enum TableTransformer {
+    public static func run(path: String, request: TransformRequest, mode: TransformMode,
+                           busyTimeout: Int = Connection.defaultBusyTimeout) throws -> TransformReport {
+        let connection = try Connection(path: path, mode: mode == .sqlOnly ? .readOnly : .readWrite, busyTimeout: busyTimeout)
+        if mode == .sqlOnly {
+            return try connection.readTransaction {
+                let plan = try TransformPlanner.plan(connection, request)
+                var report = TransformReport(path: path, table: plan.table)
+                report.statements = plan.script(sequence: try sequenceValue(connection, plan.table))
+                return report
+            }
+        }
+        // PRAGMA foreign_keys is a no-op inside a transaction: set it first.
+        try connection.execute("PRAGMA foreign_keys=OFF")
+        return try connection.writeTransaction(commit: mode == .execute) {
+            var report = try execute(connection, request)
+            report.committed = mode == .execute
+            return report
+        }
+    }
+
+    static func execute(_ connection: Connection, _ request: TransformRequest) throws -> TransformReport {
+        let plan = try TransformPlanner.plan(connection, request)
+        let path = connection.path
+        var report = TransformReport(path: path, table: plan.table)
+        let sequence = try sequenceValue(connection, plan.table)
+        report.statements = plan.script(sequence: sequence)
+        report.droppedColumns = plan.droppedColumns
+        report.notes = plan.notes
+        func refuse(_ message: String) -> TransformRefusal { TransformRefusal(message: message, report: report) }
+        func run(_ sql: String) throws {
+            do { try connection.execute(sql) } catch var error as DatabaseError {
+                error.path = path
+                throw error
+            }
+        }
+
+        let checked = plan.foreignKeyTables
+        report.foreignKeyViolationsBefore = try foreignKeyViolations(connection, checked.before)
+        for column in plan.newNotNull {
+            let nulls = try connection.scalar("SELECT count(*) FROM \(quoteIdentifier(plan.table)) WHERE \(quoteIdentifier(column)) IS NULL")
+            if case .integer(let n) = nulls, n > 0 {
+                throw refuse("cannot make \(plan.table).\(column) NOT NULL: \(n) row\(n == 1 ? "" : "s") hold NULL")
+            }
+        }
+
+        for sql in plan.renames { try run(sql) }
+        try run(plan.create)
+        do {
+            try connection.execute(plan.copy)
+        } catch let error as DatabaseError where error.code.primary == .constraint {
+            throw refuse("the rows do not fit the new definition of \(plan.table): \(error.message)")
+        }
+        report.rows = connection.changes
+
+        try compare(connection, plan, &report)
+        if !request.allowConversion && (!report.convertedColumns.isEmpty
+                                        || (report.pairedRows.map { $0 != report.rows } ?? false)) {
+            let parts = report.convertedColumns.map { "\($0.name) (\($0.changedValues ?? 0))" }
+            var message = "stored values would change"
+            if !parts.isEmpty { message += " in " + parts.joined(separator: ", ") }
+            if let paired = report.pairedRows, paired != report.rows {
+                message += "; \(report.rows - paired) rows could not be matched by \(report.pairedBy ?? "key")"
+            }
+            throw refuse(message + "; nothing was changed (--allow-conversion accepts the conversions)")
+        }
+
+        try run(plan.drop)
+        for sql in plan.swap { try run(sql) }
+        for sql in plan.recreate {
+            do { try connection.execute(sql) } catch let error as DatabaseError where error.code.primary == .constraint {
+                throw refuse("cannot recreate an index on \(plan.table): \(error.message)")
+            }
+        }
+        if plan.keepsAutoincrement, let sequence {
+            _ = try connection.scalar("UPDATE sqlite_sequence SET seq = ?1 WHERE name = ?2 AND seq < ?1",
+                                      [.integer(sequence), .text(plan.table)])
+            if try connection.scalar("SELECT count(*) FROM sqlite_sequence WHERE name = ?1", [.text(plan.table)]) == .integer(0) {
+                _ = try connection.scalar("INSERT INTO sqlite_sequence(name, seq) VALUES (?2, ?1)",
+                                          [.integer(sequence), .text(plan.table)])
+            }
+        }
+
+        do {
+            report.foreignKeyViolationsAfter = try foreignKeyViolations(connection, checked.after)
+        } catch let error as DatabaseError {
+            throw refuse("foreign keys would no longer match \(plan.table): \(error.message)")
+        }
+        if report.foreignKeyViolationsAfter > report.foreignKeyViolationsBefore {
+            let added = report.foreignKeyViolationsAfter - report.foreignKeyViolationsBefore
+            throw refuse("the change would orphan \(added) row\(added == 1 ? "" : "s") (foreign_key_check); nothing was changed")
+        }
+        let problems = try connection.rows("PRAGMA quick_check(\(quoteIdentifier(plan.table)))")
+        let lines = problems.compactMap { row -> String? in if case .text(let b) = row.first { return String(decoding: b, as: UTF8.self) } else { return nil } }
+        report.quickCheck = lines.joined(separator: "; ")
+        if lines != ["ok"] {
+            throw DatabaseError(code: .corrupt, message: "quick_check of the new \(plan.table) failed: \(report.quickCheck)", path: path)
+        }
+        return report
+    }
+
+    /// Compares every kept column of the new table with the old one, row by
+    /// row, exactly: same storage class, and the same bytes (TEXT, BLOB,
+    /// INTEGER) or the same number (REAL). Collations play no part.
+    static func compare(_ connection: Connection, _ plan: TransformPlan, _ report: inout TransformReport) throws {
+        let old = quoteIdentifier(plan.table), new = quoteIdentifier(plan.newTable)
+        let join: String
+        switch plan.pairing {
+        case .rowid(let name):
+            join = "n.\(name) = o.\(name)"
+            report.pairedBy = "rowid"
+        case .primaryKey(let columns):
+            join = columns.map { "n.\(quoteIdentifier($0)) = o.\(quoteIdentifier($0))" }.joined(separator: " AND ")
+            report.pairedBy = "primary key"
+        case .none:
+            report.columns = plan.columns.map { TransformColumnOutcome(name: $0.name, previousName: $0.previousName,
+                                                                       changes: $0.changes, changedValues: nil, transitions: []) }
+            report.notes.append("rows were not compared: the new table keeps neither the rowids nor a primary key")
+            return
+        }
+        func differs(_ column: String) -> String {
+            let o = "o.\(quoteIdentifier(column))", n = "n.\(quoteIdentifier(column))"
+            return "NOT (typeof(\(o)) = typeof(\(n)) AND (\(o) IS NULL OR CASE typeof(\(o)) WHEN 'real' THEN \(o) = \(n) "
+                + "ELSE CAST(\(o) AS BLOB) = CAST(\(n) AS BLOB) END))"
+        }
+        let compared = plan.columns.filter { !$0.generated }
+        var select = "SELECT count(*)"
+        for column in compared { select += ", coalesce(sum(\(differs(column.name))), 0)" }
+        select += " FROM \(old) AS o JOIN \(new) AS n ON \(join)"
+        let row = try connection.rows(select).first ?? []
+        func int(_ value: Value?) -> Int64 { if case .integer(let v) = value { return v } else { return 0 } }
+        report.pairedRows = int(row.first)
+        for column in plan.columns {
+            var outcome = TransformColumnOutcome(name: column.name, previousName: column.previousName, changes: column.changes,
+                                                 changedValues: nil, transitions: [])
+            if let i = compared.firstIndex(where: { $0.name == column.name }) {
+                let changed = int(row[i + 1])
+                outcome.changedValues = changed
+                if changed > 0 {
+                    let rows = try connection.rows("""
+                        SELECT typeof(o.\(quoteIdentifier(column.name))), typeof(n.\(quoteIdentifier(column.name))), count(*)
+                        FROM \(old) AS o JOIN \(new) AS n ON \(join) WHERE \(differs(column.name)) GROUP BY 1, 2 ORDER BY 3 DESC
+                        """)
+                    outcome.transitions = rows.map { r in
+                        func text(_ v: Value) -> String { if case .text(let b) = v { return String(decoding: b, as: UTF8.self) } else { return "" } }
+                        return (text(r[0]).uppercased(), text(r[1]).uppercased(), int(r[2]))
+                    }
+                }
+            }
+            report.columns.append(outcome)
+        }
+    }
+
+    static func foreignKeyViolations(_ connection: Connection, _ tables: [String]) throws -> Int64 {
+        var total: Int64 = 0
+        for table in tables {
+            if case .integer(let n) = try connection.scalar("SELECT count(*) FROM pragma_foreign_key_check(?1)", [.text(table)]) {
+                total += n
+            }
+        }
+        return total
+    }
+
+    static func sequenceValue(_ connection: Connection, _ table: String) throws -> Int64? {
+        guard try connection.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'") != .integer(0) else { return nil }
+        if case .integer(let v) = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?1", [.text(table)]) { return v }
+        return nil
+    }
+}
