@@ -101,7 +101,9 @@ func tokenizeSQL(_ sql: String) -> [SQLToken] {
         case UInt8(ascii: "["):
             let end = skipQuoted(from: i, close: UInt8(ascii: "]"), doubling: false)
             add(.quotedIdentifier, i, end); i = end
-        case UInt8(ascii: "x"), UInt8(ascii: "X") where i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "'"):
+        // One `where` for both letters: in `case a, b where c` the clause
+        // guards only `b`, which sent every word starting with "x" here.
+        case _ where (b | 0x20) == UInt8(ascii: "x") && i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "'"):
             let end = skipQuoted(from: i + 1, close: UInt8(ascii: "'"), doubling: false)
             add(.string, i, end); i = end
         case _ where isDigit(b) || (b == UInt8(ascii: ".") && i + 1 < bytes.count && isDigit(bytes[i + 1])):
@@ -151,9 +153,14 @@ func closingParenthesis(_ tokens: [SQLToken], from open: Int) -> Int? {
     return nil
 }
 
-/// True when any identifier-like token (a word, a quoted name or a string)
-/// names `name`, folding ASCII letters as SQLite does. Deliberately broad: it
-/// is used to refuse changes that might break a constraint, never to allow one.
-func tokensMention(_ tokens: ArraySlice<SQLToken>, _ name: String) -> Bool {
-    tokens.contains { token in token.identifierValue.map { sameSQLName($0, name) } ?? false }
+/// True when any identifier-like token (a word, a quoted name and, with
+/// `includingStrings`, a string, which SQLite takes as a name where a name
+/// must be) names `name`, folding ASCII letters as SQLite does. Broad on
+/// purpose: it is used to refuse changes that might break a constraint, never
+/// to allow one.
+func tokensMention(_ tokens: ArraySlice<SQLToken>, _ name: String, includingStrings: Bool = true) -> Bool {
+    tokens.contains { token in
+        guard includingStrings || token.kind != .string else { return false }
+        return token.identifierValue.map { sameSQLName($0, name) } ?? false
+    }
 }

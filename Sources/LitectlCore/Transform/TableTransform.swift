@@ -100,7 +100,9 @@ public enum TableTransformer {
             return try connection.readTransaction {
                 let plan = try TransformPlanner.plan(connection, request)
                 var report = TransformReport(path: path, table: plan.table)
-                report.statements = plan.script(sequence: try sequenceValue(connection, plan.table))
+                report.statements = plan.script(try KeptRows.read(connection, table: plan.table, keepsAutoincrement: plan.keepsAutoincrement,
+                                                                   indexes: plan.statisticsIndexes))
+                report.notes = plan.notes
                 return report
             }
         }
@@ -117,8 +119,9 @@ public enum TableTransformer {
         let plan = try TransformPlanner.plan(connection, request)
         let path = connection.path
         var report = TransformReport(path: path, table: plan.table)
-        let sequence = try sequenceValue(connection, plan.table)
-        report.statements = plan.script(sequence: sequence)
+        let kept = try KeptRows.read(connection, table: plan.table, keepsAutoincrement: plan.keepsAutoincrement,
+                                     indexes: plan.statisticsIndexes)
+        report.statements = plan.script(kept)
         report.droppedColumns = plan.droppedColumns
         report.notes = plan.notes
         func refuse(_ message: String) -> TransformRefusal { TransformRefusal(message: message, report: report) }
@@ -131,6 +134,8 @@ public enum TableTransformer {
 
         let checked = plan.foreignKeyTables
         report.foreignKeyViolationsBefore = try foreignKeyViolations(connection, checked.before)
+        // Renames first: the columns below go by their new names.
+        for sql in plan.renames { try run(sql) }
         for column in plan.newNotNull {
             let nulls = try connection.scalar("SELECT count(*) FROM \(quoteIdentifier(plan.table)) WHERE \(quoteIdentifier(column)) IS NULL")
             if case .integer(let n) = nulls, n > 0 {
@@ -138,7 +143,6 @@ public enum TableTransformer {
             }
         }
 
-        for sql in plan.renames { try run(sql) }
         try run(plan.create)
         do {
             try connection.execute(plan.copy)
@@ -166,13 +170,9 @@ public enum TableTransformer {
                 throw refuse("cannot recreate an index on \(plan.table): \(error.message)")
             }
         }
-        if plan.keepsAutoincrement, let sequence {
-            _ = try connection.scalar("UPDATE sqlite_sequence SET seq = ?1 WHERE name = ?2 AND seq < ?1",
-                                      [.integer(sequence), .text(plan.table)])
-            if try connection.scalar("SELECT count(*) FROM sqlite_sequence WHERE name = ?1", [.text(plan.table)]) == .integer(0) {
-                _ = try connection.scalar("INSERT INTO sqlite_sequence(name, seq) VALUES (?2, ?1)",
-                                          [.integer(sequence), .text(plan.table)])
-            }
+        for sql in kept.statements(table: plan.table) { try run(sql) }
+        if !kept.statistics.isEmpty {
+            report.notes.append("kept the \(kept.statistics.count) sqlite_stat1 row\(kept.statistics.count == 1 ? "" : "s") of \(plan.table) and its indexes (litectl analyze refreshes them)")
         }
 
         do {
@@ -255,9 +255,4 @@ public enum TableTransformer {
         return total
     }
 
-    static func sequenceValue(_ connection: Connection, _ table: String) throws -> Int64? {
-        guard try connection.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_sequence'") != .integer(0) else { return nil }
-        if case .integer(let v) = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?1", [.text(table)]) { return v }
-        return nil
-    }
 }

@@ -22,6 +22,10 @@ struct TransformPlan {
     var drop = ""
     var swap: [String] = []
     var recreate: [String] = []
+    /// Indexes whose sqlite_stat1 rows stay valid: the CREATE INDEX indexes
+    /// recreated, and automatic (UNIQUE, PRIMARY KEY) indexes that keep their
+    /// name and their key columns.
+    var statisticsIndexes: [String] = []
     var columns: [Column] = []
     var droppedColumns: [String] = []
     var pairing: Pairing = .none
@@ -30,17 +34,69 @@ struct TransformPlan {
     var foreignKeyTables: (before: [String], after: [String]) = ([], [])
     var notes: [String] = []
 
-    /// The rebuild as a script for the sqlite3 shell.
-    func script(sequence: Int64?) -> [String] {
+    /// The rebuild as a script for the sqlite3 shell: the statements the
+    /// transform runs, in its order, with the checks it makes as pragmas.
+    func script(_ kept: KeptRows) -> [String] {
         var out = ["PRAGMA foreign_keys=OFF", "BEGIN IMMEDIATE"] + renames + [create, copy, drop] + swap + recreate
-        if keepsAutoincrement, let sequence {
-            var literal: [UInt8] = []
-            Value.text(Array(table.utf8)).appendSQLLiteral(to: &literal)
-            out.append("UPDATE sqlite_sequence SET seq = \(sequence) WHERE name = \(String(decoding: literal, as: UTF8.self)) AND seq < \(sequence)")
-        }
+        out += kept.statements(table: table)
         out += foreignKeyTables.after.map { "PRAGMA foreign_key_check(\(quoteIdentifier($0)))" }
         out += ["PRAGMA quick_check(\(quoteIdentifier(table)))", "COMMIT"]
         return out.map { $0 + ";" }
+    }
+}
+
+/// Rows of SQLite's own tables that DROP TABLE deletes with the old table
+/// and the transform puts back: the AUTOINCREMENT counter (sqlite_sequence)
+/// and the planner's statistics (sqlite_stat1) of the table and of its
+/// CREATE INDEX indexes (automatic indexes may change with the keys).
+struct KeptRows {
+    /// sqlite_sequence.seq, when the new table has AUTOINCREMENT too.
+    var sequence: Int64?
+    /// (idx, stat) of sqlite_stat1 rows; idx nil for the table's own row.
+    var statistics: [(index: String?, stat: Value)] = []
+
+    /// Reads them from the old table, before the rebuild.
+    static func read(_ connection: Connection, table: String, keepsAutoincrement: Bool,
+                     indexes: [String]) throws -> KeptRows {
+        var kept = KeptRows()
+        func exists(_ name: String) throws -> Bool {
+            try connection.scalar("SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1", [.text(name)]) != .integer(0)
+        }
+        if keepsAutoincrement, try exists("sqlite_sequence"),
+           case .integer(let seq)? = try connection.scalar("SELECT seq FROM main.sqlite_sequence WHERE name = ?1", [.text(table)]) {
+            kept.sequence = seq
+        }
+        if try exists("sqlite_stat1") {
+            for row in try connection.rows("SELECT idx, stat FROM main.sqlite_stat1 WHERE tbl = ?1 ORDER BY rowid", [.text(table)]) {
+                switch row[0] {
+                case .null:
+                    kept.statistics.append((nil, row[1]))
+                case .text(let bytes):
+                    let name = String(decoding: bytes, as: UTF8.self)
+                    if indexes.contains(where: { sameSQLName($0, name) }) { kept.statistics.append((name, row[1])) }
+                default:
+                    continue
+                }
+            }
+        }
+        return kept
+    }
+
+    /// The statements that put them back (values as exact literals, so the
+    /// same text serves the transform and `--sql`).
+    func statements(table: String) -> [String] {
+        func literal(_ value: Value) -> String { value.sqlLiteral }
+        var out: [String] = []
+        let name = literal(.text(table))
+        if let sequence {
+            // The copy made a row with the largest rowid copied; the old counter may be higher.
+            out.append("UPDATE sqlite_sequence SET seq = \(sequence) WHERE name = \(name) AND seq < \(sequence)")
+            out.append("INSERT INTO sqlite_sequence (name, seq) SELECT \(name), \(sequence) WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = \(name))")
+        }
+        for (index, stat) in statistics {
+            out.append("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (\(name), \(index.map { literal(.text($0)) } ?? "NULL"), \(literal(stat)))")
+        }
+        return out
     }
 }
 
@@ -150,6 +206,10 @@ enum TransformPlanner {
                      "ALTER TABLE \(quoteIdentifier(plan.newTable)) RENAME TO \(quoteIdentifier(name))",
                      "PRAGMA legacy_alter_table=OFF"]
         plan.recreate = dependents.map(\.sql)
+        plan.statisticsIndexes = dependents.filter { $0.type == "index" }.map(\.name)
+        if newTable.withoutRowid && !oldTable.withoutRowid {
+            plan.notes.append("a WITHOUT ROWID table has no rowids: rows are kept by their primary key")
+        }
         plan.columns = newTable.columns.filter { $0.hidden == .normal || $0.isGenerated }.map { column in
             let previous = renamed.last { sameSQLName($0.to, column.name) }?.from ?? column.name
             return TransformPlan.Column(name: column.name, previousName: previous,
@@ -165,6 +225,18 @@ enum TransformPlanner {
             do { try replica.execute(object.sql) } catch let error as DatabaseError {
                 throw fail("cannot recreate \(object.type) \(object.name) after the change: \(error.message)", sql: object.sql)
             }
+        }
+        let automaticBefore = replicaSchema.indexes(on: name).filter(\.isAutomatic)
+        for index in try replica.readSchema().indexes(on: name) where index.isAutomatic {
+            if automaticBefore.contains(where: { sameSQLName($0.name, index.name) && signature($0) == signature(index) }) {
+                plan.statisticsIndexes.append(index.name)
+            }
+        }
+        // ANALYZE files a WITHOUT ROWID table's key (which has no sqlite_schema
+        // row) under the table's own name.
+        func key(_ table: Table) -> [String] { table.primaryKey.map { "\($0.name) \($0.collation)" } }
+        if oldTable.withoutRowid && newTable.withoutRowid && key(oldTable) == key(newTable) {
+            plan.statisticsIndexes.append(name)
         }
         if probeUsable {
             do { try probe(replica, name) } catch let error as DatabaseError {
@@ -184,6 +256,12 @@ enum TransformPlanner {
             throw fail("foreign keys would no longer match \(name): \(error.message)")
         }
         return plan
+    }
+
+    /// What an index's statistics depend on: its key columns, their order
+    /// and collations, and uniqueness.
+    static func signature(_ index: Index) -> [String] {
+        ["\(index.unique) \(index.origin.rawValue)"] + index.parts.map { "\($0.name ?? "") \($0.descending) \($0.collation)" }
     }
 
     static func isTableOption(_ change: TransformChange) -> Bool {
@@ -222,6 +300,58 @@ enum TransformPlanner {
         return candidate
     }
 
+    /// A type name as CREATE TABLE takes it: words, then optionally one or two
+    /// signed numbers in parentheses (https://www.sqlite.org/syntax/type-name.html).
+    /// The text goes into the new CREATE TABLE as written, so nothing else may.
+    static func isTypeName(_ text: String) -> Bool {
+        let tokens = tokenizeSQL(text)
+        var i = 0
+        while i < tokens.count, let word = tokens[i].keyword, !TableDefinition.constraintStarts.contains(word) { i += 1 }
+        guard i > 0 else { return false }
+        if i == tokens.count { return true }
+        guard tokens[i].isPunctuation("("), tokens.last?.isPunctuation(")") == true else { return false }
+        let inside = tokens[(i + 1)..<(tokens.count - 1)]
+        var numbers = 0
+        var expectNumber = true
+        var j = inside.startIndex
+        while j < inside.endIndex {
+            let token = inside[j]
+            if expectNumber {
+                if token.isPunctuation("+") || token.isPunctuation("-") { j += 1; continue }
+                guard token.kind == .number else { return false }
+                numbers += 1
+                expectNumber = false
+            } else {
+                guard token.isPunctuation(","), numbers == 1 else { return false }
+                expectNumber = true
+            }
+            j += 1
+        }
+        return !expectNumber && numbers >= 1
+    }
+
+    /// A DEFAULT as the grammar allows it: one literal (a signed number, a
+    /// string, a blob, NULL, TRUE, FALSE, CURRENT_TIME, CURRENT_DATE,
+    /// CURRENT_TIMESTAMP) or an expression in parentheses
+    /// (https://www.sqlite.org/lang_createtable.html#dfltval).
+    static func isDefaultValue(_ text: String) -> Bool {
+        var tokens = tokenizeSQL(text)[...]
+        guard let first = tokens.first else { return false }
+        if first.isPunctuation("(") {
+            return closingParenthesis(Array(tokens), from: 0) == tokens.count - 1
+        }
+        if first.isPunctuation("+") || first.isPunctuation("-") {
+            tokens = tokens.dropFirst()
+            return tokens.count == 1 && tokens.first!.kind == .number
+        }
+        guard tokens.count == 1 else { return false }
+        switch first.kind {
+        case .number, .string: return true
+        case .word: return ["NULL", "TRUE", "FALSE", "CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP"].contains(first.keyword!)
+        default: return false
+        }
+    }
+
     static func apply(_ change: TransformChange, to definition: inout TableDefinition, table: String, schema: Schema,
                       resolve: (String) throws -> String, changes: inout [[UInt8]: [String]], plan: inout TransformPlan) throws {
         func fail(_ message: String) -> DatabaseError { DatabaseError(code: .error, message: message, path: nil) }
@@ -235,6 +365,9 @@ enum TransformPlanner {
         case .rename:
             break   // done before, with ALTER TABLE ... RENAME COLUMN
         case .type(let name, let type):
+            guard isTypeName(type) else {
+                throw fail("--type takes a type name such as INTEGER, TEXT or VARCHAR(20), not \(type)")
+            }
             let i = try column(name)
             let old = definition.columns[i].type
             definition.columns[i].type = type
@@ -245,15 +378,18 @@ enum TransformPlanner {
             let dropped = definition.columns[i].name
             definition.columns.remove(at: i)
             for other in definition.columns {
-                for constraint in other.constraints where tokensMention(constraint.tokens[...], dropped) {
+                for constraint in other.constraints where tokensMention(constraint.tokens[...], dropped, includingStrings: false) {
                     throw fail("cannot drop \(table).\(dropped): column \(other.name) uses it (\(constraint.text))")
                 }
             }
-            for constraint in definition.constraints where tokensMention(constraint.tokens[...], dropped) {
+            for constraint in definition.constraints where tokensMention(constraint.tokens[...], dropped, includingStrings: false) {
                 throw fail("cannot drop \(table).\(dropped): a table constraint uses it (\(constraint.text))")
             }
             plan.droppedColumns.append(dropped)
         case .setDefault(let name, let sql):
+            guard isDefaultValue(sql) else {
+                throw fail("--default takes a literal (0, -1.5, 'text', x'00', NULL, TRUE, CURRENT_TIMESTAMP) or an expression in parentheses, not \(sql)")
+            }
             let i = try column(name)
             _ = definition.columns[i].remove(.defaultValue)
             definition.columns[i].append(.defaultValue, "DEFAULT \(sql)")
