@@ -16,7 +16,9 @@ struct Transform: ParsableCommand {
             ALTER TABLE ... RENAME, and the table's indexes and triggers created again; \
             views are kept and must still compile. Every other part of the CREATE \
             TABLE statement (CHECK constraints, other columns, comments inside them) is \
-            kept as written. sqlite_sequence keeps its value when AUTOINCREMENT stays.
+            kept as written. sqlite_sequence keeps its value when AUTOINCREMENT stays; \
+            the sqlite_stat1 rows of the table and of its indexes are put back (those of \
+            an automatic index only when it keeps its name and key columns).
 
             Each change is first run on an empty in-memory copy of the schema, so a \
             change that an index, view or trigger cannot survive fails before the file is \
@@ -28,9 +30,11 @@ struct Transform: ParsableCommand {
             refer to it must find no more problems than before, and quick_check of the \
             new table must pass; otherwise nothing is changed.
 
-            A column may be named by its old or its new (--rename) name. --default \
-            takes SQL as written after DEFAULT: 0, 'text', NULL, CURRENT_TIMESTAMP, \
-            (expression). --add-fk COL=TABLE.COL (or COL=TABLE for its primary key). \
+            A column may be named by its old or its new (--rename) name. --type takes a \
+            type name (INTEGER, VARCHAR(20)). --default takes SQL as written after \
+            DEFAULT: a literal (0, -1.5, 'text', x'00', NULL, TRUE, CURRENT_TIMESTAMP) or \
+            an expression in parentheses. --add-fk COL=TABLE.COL (or COL=TABLE for its \
+            primary key). \
             --column-order lists the columns that come first; the others follow in \
             their order.
 
