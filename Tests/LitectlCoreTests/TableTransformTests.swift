@@ -57,9 +57,10 @@ func expectSound(_ db: String, sourceLocation: SourceLocation = #_sourceLocation
     }
 
     func transform(_ table: String, _ changes: [TransformChange], allowConversion: Bool = false,
-                   mode: TransformMode = .execute) throws -> TransformReport {
+                   mode: TransformMode = .execute, compareAll: Bool = true) throws -> TransformReport {
         var request = TransformRequest(table: table, changes: changes)
         request.allowConversion = allowConversion
+        request.compareAll = compareAll
         return try TableTransformer.run(path: db, request: request, mode: mode)
     }
 
@@ -120,6 +121,28 @@ func expectSound(_ db: String, sourceLocation: SourceLocation = #_sourceLocation
         #expect(try sqlite3Scalar(db, "SELECT count(*) FROM books WHERE year = 'c. 1813'") == "1", "text that is not a number stays text")
         #expect(try sqlite3Scalar(db, "SELECT sql FROM sqlite_schema WHERE name = 'books_year'").contains("WHERE year IS NOT NULL"))
         #expect(try sqlite3Scalar(db, "SELECT count(*) FROM book_list") == sqlite3Scalar(db, "SELECT count(*) FROM books"))
+    }
+
+    @Test func onlyColumnsWhoseAffinityChangesAreComparedByDefault() throws {
+        let report = try transform("books", [.type(column: "year", type: "INTEGER"), .type(column: "title", type: "VARCHAR(300)"),
+                                             .collate(column: "isbn", collation: "NOCASE")],
+                                   allowConversion: true, compareAll: false)
+        // year: TEXT → INTEGER affinity; title: TEXT → TEXT (VARCHAR); isbn: a collation only.
+        #expect(report.columns.filter { $0.changedValues != nil }.map(\.name) == ["year"])
+        #expect((report.columns.first { $0.name == "year" }?.changedValues ?? 0) > 0)
+        #expect(report.pairedRows == 900)
+        // The same change with every column compared: the others are unchanged, as predicted.
+        let again = try transform("books", [.type(column: "price", type: "DOUBLE")], compareAll: true)
+        #expect(again.columns.allSatisfy { $0.changedValues == 0 })
+        // A STRICT table's ANY column has no affinity; without STRICT it is NUMERIC: '12' becomes 12.
+        try sqlite3(["-batch", db, "CREATE TABLE anys (v ANY) STRICT; INSERT INTO anys VALUES ('12'), ('x'), (1.5);"])
+        let loose = try transform("anys", [.strict(false)], allowConversion: true, compareAll: false)
+        #expect(loose.columns.first?.changedValues == 1)
+        #expect(loose.columns.first?.transitions.first?.from == "TEXT" && loose.columns.first?.transitions.first?.to == "INTEGER")
+        #expect(TransformPlanner.affinity(of: "VARCHAR(10)", strict: false) == "TEXT")
+        #expect(TransformPlanner.affinity(of: "FLOATING POINT", strict: false) == "INTEGER", "INT wins, as in SQLite's rules")
+        #expect(TransformPlanner.affinity(of: "", strict: false) == "BLOB")
+        #expect(TransformPlanner.affinity(of: "DECIMAL(10,2)", strict: false) == "NUMERIC")
     }
 
     @Test func renameRewritesIndexesTriggersAndViews() throws {

@@ -30,6 +30,9 @@ public struct TransformRequest: Sendable {
     public var changes: [TransformChange]
     /// Commit even when stored values change (type affinity, STRICT coercion).
     public var allowConversion = false
+    /// Compare every kept column with the old rows, not only those whose
+    /// affinity changes (the others SQLite copies as stored).
+    public var compareAll = false
     public init(table: String, changes: [TransformChange]) {
         self.table = table
         self.changes = changes
@@ -53,7 +56,8 @@ public struct TransformColumnOutcome: Sendable {
     /// The changes asked for, in words ("type TEXT → INTEGER").
     public var changes: [String]
     /// Rows whose stored value differs from the old one (type or bytes); nil
-    /// when the rows could not be compared.
+    /// when the column was not compared (the same affinity, so SQLite copied
+    /// every value as stored, and no --compare-all) or could not be.
     public var changedValues: Int64?
     /// For changed values: (old storage class, new storage class, rows).
     public var transitions: [(from: String, to: String, rows: Int64)]
@@ -151,7 +155,7 @@ public enum TableTransformer {
         }
         report.rows = connection.changes
 
-        try compare(connection, plan, &report)
+        try compare(connection, plan, compareAll: request.compareAll, &report)
         if !request.allowConversion && (!report.convertedColumns.isEmpty
                                         || (report.pairedRows.map { $0 != report.rows } ?? false)) {
             let parts = report.convertedColumns.map { "\($0.name) (\($0.changedValues ?? 0))" }
@@ -193,18 +197,27 @@ public enum TableTransformer {
         return report
     }
 
-    /// Compares every kept column of the new table with the old one, row by
-    /// row, exactly: same storage class, and the same bytes (TEXT, BLOB,
-    /// INTEGER) or the same number (REAL). Collations play no part.
-    static func compare(_ connection: Connection, _ plan: TransformPlan, _ report: inout TransformReport) throws {
-        let old = quoteIdentifier(plan.table), new = quoteIdentifier(plan.newTable)
-        let join: String
+    /// Compares the kept columns of the new table whose values the copy may
+    /// have converted (every kept column with `compareAll`) with the old
+    /// rows, exactly (CopyComparison). Collations play no part.
+    static func compare(_ connection: Connection, _ plan: TransformPlan, compareAll: Bool,
+                        _ report: inout TransformReport) throws {
+        let compared = plan.columns.filter { !$0.generated && ($0.mayConvert || compareAll) }.map(\.name)
+        if plan.columns.contains(where: { !$0.generated && !$0.mayConvert }) && !compareAll {
+            report.notes.append("columns that keep their type affinity were copied as stored and not compared (--compare-all compares them)")
+        }
+        guard !compared.isEmpty else {
+            report.columns = plan.columns.map { TransformColumnOutcome(name: $0.name, previousName: $0.previousName,
+                                                                       changes: $0.changes, changedValues: nil, transitions: []) }
+            return
+        }
+        let comparison: CopyComparison
         switch plan.pairing {
         case .rowid(let name):
-            join = "n.\(name) = o.\(name)"
+            comparison = try CopyComparison.byRowid(connection, old: plan.table, new: plan.newTable, rowid: name, columns: compared)
             report.pairedBy = "rowid"
-        case .primaryKey(let columns):
-            join = columns.map { "n.\(quoteIdentifier($0)) = o.\(quoteIdentifier($0))" }.joined(separator: " AND ")
+        case .primaryKey(let key):
+            comparison = try CopyComparison.byKey(connection, old: plan.table, new: plan.newTable, key: key, columns: compared)
             report.pairedBy = "primary key"
         case .none:
             report.columns = plan.columns.map { TransformColumnOutcome(name: $0.name, previousName: $0.previousName,
@@ -212,34 +225,15 @@ public enum TableTransformer {
             report.notes.append("rows were not compared: the new table keeps neither the rowids nor a primary key")
             return
         }
-        func differs(_ column: String) -> String {
-            let o = "o.\(quoteIdentifier(column))", n = "n.\(quoteIdentifier(column))"
-            return "NOT (typeof(\(o)) = typeof(\(n)) AND (\(o) IS NULL OR CASE typeof(\(o)) WHEN 'real' THEN \(o) = \(n) "
-                + "ELSE CAST(\(o) AS BLOB) = CAST(\(n) AS BLOB) END))"
-        }
-        let compared = plan.columns.filter { !$0.generated }
-        var select = "SELECT count(*)"
-        for column in compared { select += ", coalesce(sum(\(differs(column.name))), 0)" }
-        select += " FROM \(old) AS o JOIN \(new) AS n ON \(join)"
-        let row = try connection.rows(select).first ?? []
-        func int(_ value: Value?) -> Int64 { if case .integer(let v) = value { return v } else { return 0 } }
-        report.pairedRows = int(row.first)
+        report.pairedRows = comparison.pairedRows
         for column in plan.columns {
             var outcome = TransformColumnOutcome(name: column.name, previousName: column.previousName, changes: column.changes,
                                                  changedValues: nil, transitions: [])
-            if let i = compared.firstIndex(where: { $0.name == column.name }) {
-                let changed = int(row[i + 1])
-                outcome.changedValues = changed
-                if changed > 0 {
-                    let rows = try connection.rows("""
-                        SELECT typeof(o.\(quoteIdentifier(column.name))), typeof(n.\(quoteIdentifier(column.name))), count(*)
-                        FROM \(old) AS o JOIN \(new) AS n ON \(join) WHERE \(differs(column.name)) GROUP BY 1, 2 ORDER BY 3 DESC
-                        """)
-                    outcome.transitions = rows.map { r in
-                        func text(_ v: Value) -> String { if case .text(let b) = v { return String(decoding: b, as: UTF8.self) } else { return "" } }
-                        return (text(r[0]).uppercased(), text(r[1]).uppercased(), int(r[2]))
-                    }
-                }
+            if let i = compared.firstIndex(of: column.name) {
+                outcome.changedValues = comparison.changed[i]
+                outcome.transitions = comparison.transitions[i]
+                    .map { (from: $0.key.from.sqlName, to: $0.key.to.sqlName, rows: $0.value) }
+                    .sorted { $0.rows != $1.rows ? $0.rows > $1.rows : ($0.from, $0.to) < ($1.from, $1.to) }
             }
             report.columns.append(outcome)
         }

@@ -12,6 +12,11 @@ struct TransformPlan {
         var previousName: String
         var changes: [String]
         var generated: Bool
+        /// True when the copy may store a different value than the old row
+        /// holds: the column's affinity differs, or the table becomes STRICT
+        /// (which coerces). With the same affinity SQLite stores a value it
+        /// reads back as it was (https://www.sqlite.org/datatype3.html#type_affinity).
+        var mayConvert: Bool
     }
 
     var table: String
@@ -212,8 +217,14 @@ enum TransformPlanner {
         }
         plan.columns = newTable.columns.filter { $0.hidden == .normal || $0.isGenerated }.map { column in
             let previous = renamed.last { sameSQLName($0.to, column.name) }?.from ?? column.name
+            let before = oldTable.columns.first { sameSQLName($0.name, column.name) }
+            let mayConvert = before.map {
+                affinity(of: $0.declaredType, strict: oldTable.strict) != affinity(of: column.declaredType, strict: newTable.strict)
+                    || (newTable.strict && !oldTable.strict)
+            } ?? true
             return TransformPlan.Column(name: column.name, previousName: previous,
-                                        changes: changes[sqlNameKey(column.name)] ?? [], generated: column.isGenerated)
+                                        changes: changes[sqlNameKey(column.name)] ?? [], generated: column.isGenerated,
+                                        mayConvert: mayConvert)
         }
 
         for sql in [plan.copy, plan.drop] + plan.swap {
@@ -256,6 +267,19 @@ enum TransformPlanner {
             throw fail("foreign keys would no longer match \(name): \(error.message)")
         }
         return plan
+    }
+
+    /// The affinity SQLite gives a declared type, by the rules of
+    /// https://www.sqlite.org/datatype3.html#determination_of_column_affinity
+    /// ("ANY" in a STRICT table has none: values are stored as given).
+    static func affinity(of declaredType: String, strict: Bool) -> String {
+        let type = declaredType.uppercased()
+        if strict && type == "ANY" { return "NONE" }
+        if type.contains("INT") { return "INTEGER" }
+        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return "TEXT" }
+        if type.contains("BLOB") || type.isEmpty { return "BLOB" }
+        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return "REAL" }
+        return "NUMERIC"
     }
 
     /// What an index's statistics depend on: its key columns, their order

@@ -8,6 +8,12 @@ import LitectlCore
 struct Migrate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Apply numbered SQL migrations to a database, keyed by its user_version.",
+        discussion: """
+            `litectl migrate DB DIR` is `litectl migrate apply DB DIR`: it takes DB from its \
+            user_version to the newest NNNN_name.sql of DIR, one transaction per file, after \
+            a verified backup. `litectl migrate status DB DIR` lists the files applied, \
+            pending, edited since they ran, or missing. docs/schema.md has the details.
+            """,
         subcommands: [MigrateApply.self, MigrateStatus.self],
         defaultSubcommand: MigrateApply.self)
 }

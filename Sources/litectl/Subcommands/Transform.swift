@@ -22,11 +22,13 @@ struct Transform: ParsableCommand {
 
             Each change is first run on an empty in-memory copy of the schema, so a \
             change that an index, view or trigger cannot survive fails before the file is \
-            touched. Before commit, every kept value of the new table is compared with \
-            the old row (matched by rowid, or by the new primary key): same storage class \
-            and the same bytes (REALs by value). A change of stored values (type affinity \
-            or STRICT coercion) is reported per column and refused unless \
-            --allow-conversion. foreign_key_check of the table and of the tables that \
+            touched. Before commit, every value of a column whose type affinity changes \
+            (or of every column, when the table becomes STRICT, or with --compare-all) is \
+            compared with the old row (matched by rowid, or by the new primary key): same \
+            storage class and the same bytes, integer or REAL bits. (A column that keeps \
+            its affinity is copied as stored: SQLite converts nothing.) A change of \
+            stored values (type affinity or STRICT coercion) is reported per column and \
+            refused unless --allow-conversion. foreign_key_check of the table and of the tables that \
             refer to it must find no more problems than before, and quick_check of the \
             new table must pass; otherwise nothing is changed.
 
@@ -102,6 +104,9 @@ struct Transform: ParsableCommand {
     @Flag(name: .customLong("allow-conversion"), help: "Commit even when stored values change (type affinity, STRICT).")
     var allowConversion = false
 
+    @Flag(name: .customLong("compare-all"), help: "Compare every kept column with the old rows, not only those whose affinity changes.")
+    var compareAll = false
+
     @Flag(name: .customLong("sql"), help: "Print the statements of the rebuild; change nothing.")
     var sqlOnly = false
 
@@ -163,6 +168,7 @@ struct Transform: ParsableCommand {
     func run() throws {
         var request = TransformRequest(table: table, changes: try changes())
         request.allowConversion = allowConversion
+        request.compareAll = compareAll
         let mode: TransformMode = sqlOnly ? .sqlOnly : dryRun ? .dryRun : .execute
         let report: TransformReport
         do {
