@@ -3,8 +3,9 @@
 # converted) on a 1M-row table with three indexes, against the same 12 steps run by
 # hand in the sqlite3 shell (target: within 1.2x) and against `sqlite-utils transform`
 # (target: faster). Each run starts from a fresh copy of the same database (hyperfine
-# --prepare, not timed). litectl also compares every kept value with the old row,
-# runs foreign_key_check and quick_check of the table, and keeps sqlite_stat1.
+# --prepare, not timed). litectl also compares the converted column with the old rows,
+# runs foreign_key_check and quick_check of the table, and keeps sqlite_stat1; a third
+# comparison times --compare-all (every kept column compared, not only the converted one).
 # BENCH_ROWS (default 1000000) sizes the table. Needs sqlite-utils (pip install sqlite-utils).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -76,3 +77,6 @@ bench_compare "litectl transform" "$LITECTL transform $work items --type price=R
   "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" --prepare "$prepare"
 bench_compare "litectl transform" "$LITECTL transform $work items --type price=REAL --allow-conversion" \
   "sqlite-utils transform" "sqlite-utils transform $work items --type price float" --prepare "$prepare"
+# The full proof: every kept column compared with the old rows, not only the converted one.
+bench_compare "litectl transform --compare-all" "$LITECTL transform $work items --type price=REAL --allow-conversion --compare-all" \
+  "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" --prepare "$prepare"
