@@ -265,6 +265,9 @@ public final class Connection {
         }
     }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed (sqlite3_changes64).
+    public var changes: Int64 { sqlite3_changes64(rawHandle) }
+
     /// Runs `sql` with `arguments` bound and returns the first column of the
     /// first row (nil when there is no row).
     public func scalar(_ sql: String, _ arguments: [Value] = []) throws -> Value? {

@@ -1,0 +1,297 @@
+// `litectl migrate`: takes a database from its PRAGMA user_version to the
+// newest migration of a folder (or to a chosen version, down through
+// `.down.sql` files). Each file runs in its own BEGIN IMMEDIATE transaction
+// that also sets user_version and records the file's SHA-256, with foreign keys
+// off and foreign_key_check and quick_check before COMMIT, so a failure leaves
+// the database whole at the previous version.
+// Built on Backup (a verified backup, BackupJob, before the first migration)
+// and Diff (the dry run: the chain on a temporary copy, then DiffEngine's schema
+// diff and row-change summary between the copy before and after).
+import CSQLite
+
+public struct MigrateRequest: Sendable {
+    public var database: String
+    public var folder: String
+    /// The version to go to; nil for the newest migration.
+    public var target: Int64?
+    /// Make a backup before the first migration.
+    public var backup = true
+    /// Where the backup goes; nil for the database's own folder.
+    public var backupFolder: String?
+    /// Record the checksums of applied files that were edited, instead of refusing to run.
+    public var acceptEdited = false
+    public var busyTimeout = Connection.defaultBusyTimeout
+    /// Seconds the backup waits for locks (the source's, its folder's).
+    public var backupTimeout: Double = 60
+    /// Where the dry run's copies go; nil for $TMPDIR or /tmp.
+    public var temporaryFolder: String?
+
+    public init(database: String, folder: String) {
+        self.database = database
+        self.folder = folder
+    }
+}
+
+/// One step that ran (or, in a dry run, ran on the copy).
+public struct AppliedMigration: Sendable {
+    public var step: MigrationStep
+    public var seconds: Double
+}
+
+public struct MigrateOutcome: Sendable {
+    public var path: String
+    public var fromVersion: Int64
+    public var toVersion: Int64
+    public var applied: [AppliedMigration] = []
+    /// The backup made before the first migration.
+    public var backup: BackupOutcome?
+    /// Edited files whose new checksums were recorded (--accept-edited).
+    public var acceptedEdits: [EditedMigration] = []
+    /// The dry run's diff of the copy before and after the chain.
+    public var diff: DiffSummary?
+    public var dryRun = false
+}
+
+/// Nothing ran: applied files were edited since they ran.
+public struct MigrationRefusal: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var edited: [EditedMigration]
+    public var description: String {
+        let names = edited.map(\.file).joined(separator: ", ")
+        return "\(path): applied migration\(edited.count == 1 ? "" : "s") edited since \(edited.count == 1 ? "it" : "they") ran: "
+            + "\(names) (the SHA-256 recorded in \(MigrationLedger.tableName) differs); nothing was changed "
+            + "(restore the file, or record the edit with --accept-edited)"
+    }
+}
+
+public enum MigrationRunner {
+    static let temporaryStem = "litectl-migrate"
+
+    /// Applies the steps from the database's version to the target, each in
+    /// its own transaction, after a backup; `onStep` hears of each one as it
+    /// commits. A file that fails throws a `MigrationError`: that file is
+    /// rolled back, the ones before it stay applied.
+    public static func run(_ request: MigrateRequest, onStep: (AppliedMigration) -> Void = { _ in }) throws -> MigrateOutcome {
+        let migrations = try MigrationFolder.read(request.folder)
+        let connection = try Connection(path: request.database, mode: .readWrite, busyTimeout: request.busyTimeout)
+        defer { try? connection.close() }
+        // A no-op inside a transaction, so set here, once: the 12-step table
+        // rebuild a migration may do needs foreign keys off
+        // (https://www.sqlite.org/lang_altertable.html#otheralter); each file
+        // is checked with foreign_key_check instead.
+        try connection.execute("PRAGMA foreign_keys=OFF")
+        let plan = try connection.readTransaction {
+            try MigrationPlan(migrations: migrations, current: try userVersion(connection),
+                              target: request.target, ledger: try MigrationLedger.read(connection), path: request.database)
+        }
+        if !plan.edited.isEmpty && !request.acceptEdited {
+            throw MigrationRefusal(path: request.database, edited: plan.edited)
+        }
+        var outcome = MigrateOutcome(path: request.database, fromVersion: plan.currentVersion, toVersion: plan.currentVersion)
+        if !plan.steps.isEmpty && request.backup {
+            outcome.backup = try backup(request)
+        }
+        if !plan.edited.isEmpty {
+            try connection.writeTransaction {
+                for edit in plan.edited {
+                    try MigrationLedger.record(connection, version: edit.version, file: edit.upFile, at: Clock.wall())
+                }
+            }
+            outcome.acceptedEdits = plan.edited
+        }
+        for step in plan.steps {
+            let seconds = try apply(step, on: connection, reportedPath: request.database)
+            let applied = AppliedMigration(step: step, seconds: seconds)
+            outcome.applied.append(applied)
+            outcome.toVersion = step.toVersion
+            onStep(applied)
+        }
+        return outcome
+    }
+
+    /// Runs the chain on a temporary copy of the database and writes the
+    /// diff of the copy before and after it (schema changes and per-table
+    /// row counts, `litectl diff --summary`) to `sink`; the database is only
+    /// read, once, by the backup API. The ledger table is left out of the
+    /// diff (it is litectl's bookkeeping, not the application's data).
+    public static func dryRun(_ request: MigrateRequest, sink: ByteSink, colour: Bool = false,
+                              onStep: (AppliedMigration) -> Void = { _ in }) throws -> MigrateOutcome {
+        let migrations = try MigrationFolder.read(request.folder)
+        let plan: MigrationPlan
+        do {
+            let connection = try Connection(path: request.database, mode: .readOnly, busyTimeout: request.busyTimeout)
+            defer { try? connection.close() }
+            plan = try connection.readTransaction {
+                try MigrationPlan(migrations: migrations, current: try userVersion(connection),
+                                  target: request.target, ledger: try MigrationLedger.read(connection), path: request.database)
+            }
+        }
+        if !plan.edited.isEmpty && !request.acceptEdited {
+            throw MigrationRefusal(path: request.database, edited: plan.edited)
+        }
+        var outcome = MigrateOutcome(path: request.database, fromVersion: plan.currentVersion, toVersion: plan.currentVersion)
+        outcome.dryRun = true
+        outcome.acceptedEdits = plan.edited
+        guard !plan.steps.isEmpty else { return outcome }
+
+        let folder = request.temporaryFolder ?? RepoBackup.temporaryFolder(nil)
+        TemporaryFiles.removeStale(in: folder, stem: temporaryStem)
+        let before = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
+        defer { before.discard() }
+        let after = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
+        defer { after.discard() }
+        do {
+            let source = try HotCopy.openSource(request.database, timeout: request.backupTimeout)
+            defer { try? source.close() }
+            var options = HotCopyOptions()
+            options.timeout = request.backupTimeout
+            _ = try HotCopy.copy(from: source, into: before.path, options: options)
+        } catch var error as DatabaseError {
+            if error.path == before.path {
+                error.path = request.database
+                error.message = "cannot make the dry run's copy in \(folder): " + error.message
+            }
+            throw error
+        }
+        // Both copies in rollback-journal mode, so that neither leaves a -wal
+        // behind and the diff can read them read-only; only header bytes 18-19 change.
+        do {
+            let copy = try Connection(path: before.path, mode: .readWrite)
+            try copy.execute("PRAGMA journal_mode=DELETE")
+            try copy.close()
+        }
+        try FileStreams.copy(before.path, into: after)
+
+        do {
+            let connection = try Connection(path: after.path, mode: .readWrite, busyTimeout: request.busyTimeout)
+            defer { try? connection.close() }
+            try connection.execute("PRAGMA foreign_keys=OFF")
+            if !plan.edited.isEmpty {
+                try connection.writeTransaction {
+                    for edit in plan.edited {
+                        try MigrationLedger.record(connection, version: edit.version, file: edit.upFile, at: Clock.wall())
+                    }
+                }
+            }
+            for step in plan.steps {
+                let seconds: Double
+                do {
+                    seconds = try apply(step, on: connection, reportedPath: request.database)
+                } catch var error as MigrationError {
+                    error.consequence = "the real run would stop here (dry run: nothing was changed)"
+                    throw error
+                }
+                let applied = AppliedMigration(step: step, seconds: seconds)
+                outcome.applied.append(applied)
+                outcome.toVersion = step.toVersion
+                onStep(applied)
+            }
+        }
+
+        var options = DiffOptions()
+        options.excluded = [MigrationLedger.tableName]
+        let writer = DiffReportWriter(sink: sink, style: .summary, colour: colour)
+        outcome.diff = try DiffEngine.run(pathA: before.path, pathB: after.path, options: options, consumer: writer,
+                                          busyTimeout: request.busyTimeout)
+        return outcome
+    }
+
+    /// The verified backup before the first migration: the folder backup of
+    /// `litectl backup DB FOLDER` (hot copy, quick_check, fsync, rename, a
+    /// manifest), under that folder's lock, after removing what a killed
+    /// earlier run left there.
+    static func backup(_ request: MigrateRequest) throws -> BackupOutcome {
+        let folder = request.backupFolder ?? DurableFolder.parent(of: request.database)
+        guard DurableFolder.isFolder(folder) else {
+            throw DatabaseError(code: .cantopen, message: "no such folder for the backup", path: folder)
+        }
+        let lock = try FolderLock(folder: folder, timeout: request.backupTimeout)
+        defer { lock.release() }
+        TemporaryFiles.removeStale(in: folder)
+        var backup = BackupRequest(source: request.database, destination: folder, destinationIsFolder: true)
+        backup.copy.timeout = request.backupTimeout
+        backup.verify = .quick
+        do {
+            return try BackupJob.run(backup)
+        } catch var error as DatabaseError {
+            error.message = "the backup before migrating failed, so nothing was migrated: " + error.message
+            throw error
+        }
+    }
+
+    /// Runs one step in its own transaction; returns the seconds it took.
+    static func apply(_ step: MigrationStep, on connection: Connection, reportedPath: String) throws -> Double {
+        let started = Clock.now()
+        func fail(_ message: String) -> MigrationError {
+            MigrationError(path: reportedPath, file: step.file.name, statement: nil, line: nil, message: message, sql: nil,
+                           consequence: "the database stays at version \(step.fromVersion)")
+        }
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch var error as DatabaseError {
+            error.path = reportedPath
+            error.message = "cannot start \(step.file.name): " + error.message
+            throw error
+        }
+        do {
+            let version = try userVersion(connection)
+            guard version == step.fromVersion else {
+                throw fail("the database went to version \(version) while this run was at work (another migrate?)")
+            }
+            let problemsBefore = try? foreignKeyProblems(connection)
+            do {
+                try MigrationScript.run(step.file, on: connection)
+            } catch var error as MigrationError {
+                error.path = reportedPath
+                error.consequence = "the database stays at version \(step.fromVersion)"
+                throw error
+            }
+            try connection.execute("PRAGMA user_version = \(step.toVersion)")
+            switch step.direction {
+            case .up: try MigrationLedger.record(connection, version: step.version, file: step.upFile, at: Clock.wall())
+            case .down: try MigrationLedger.remove(connection, version: step.version)
+            }
+
+            let problemsAfter: [(table: String, rows: Int64)]
+            do { problemsAfter = try foreignKeyProblems(connection) } catch let error as DatabaseError {
+                throw fail("foreign_key_check fails after the file: \(error.message)")
+            }
+            let added = problemsAfter.reduce(0) { $0 + $1.rows } - (problemsBefore?.reduce(0) { $0 + $1.rows } ?? 0)
+            if problemsBefore != nil && added > 0 {
+                let where_ = problemsAfter.map { "\($0.table): \($0.rows)" }.joined(separator: ", ")
+                throw fail("foreign_key_check finds \(added) more row\(added == 1 ? "" : "s") without a parent after the file (\(where_))")
+            }
+            let check = try connection.rows("PRAGMA quick_check(20)").map { row -> String in
+                if case .text(let bytes) = row.first { return String(decoding: bytes, as: UTF8.self) }
+                return ""
+            }
+            guard check == ["ok"] else {
+                throw fail("quick_check fails after the file: \(check.prefix(3).joined(separator: "; "))")
+            }
+            do {
+                try connection.execute("COMMIT")
+            } catch let error as DatabaseError {
+                throw fail("cannot commit: \(error.message)")
+            }
+        } catch {
+            if sqlite3_get_autocommit(connection.rawHandle) == 0 { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+        return Clock.now() - started
+    }
+
+    static func userVersion(_ connection: Connection) throws -> Int64 {
+        if case .integer(let v)? = try connection.scalar("PRAGMA user_version") { return v }
+        return 0
+    }
+
+    /// Rows foreign_key_check reports, per table (https://www.sqlite.org/pragma.html#pragma_foreign_key_check).
+    static func foreignKeyProblems(_ connection: Connection) throws -> [(table: String, rows: Int64)] {
+        try connection.rows("SELECT \"table\", count(*) FROM pragma_foreign_key_check GROUP BY 1 ORDER BY 1").map { row in
+            var name = ""
+            if case .text(let bytes) = row[0] { name = String(decoding: bytes, as: UTF8.self) }
+            if case .integer(let n) = row[1] { return (name, n) }
+            return (name, 0)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+// The proof `transform` gives before commit: every kept column of every row of
+// the new table against the old row, exactly (the storage class, then the
+// integer, the REAL's bits, or the TEXT or BLOB bytes), counting per column
+// the values that changed and each storage-class change. Rows paired by rowid
+// are compared in one merge pass over both tables in rowid order (two table
+// scans, no seeks); rows paired by a primary key, by a join.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct CopyComparison {
+    /// Rows of the new table matched with a row of the old one.
+    var pairedRows: Int64 = 0
+    /// Per compared column: values that differ.
+    var changed: [Int64]
+    /// Per compared column: (old class, new class) → rows.
+    var transitions: [[Transition: Int64]]
+
+    struct Transition: Hashable {
+        var from: StorageClass
+        var to: StorageClass
+    }
+
+    init(columns: Int) {
+        changed = Array(repeating: 0, count: columns)
+        transitions = Array(repeating: [:], count: columns)
+    }
+
+    /// Both tables read in rowid order, side by side. `rowid` is a name of
+    /// the rowid that neither table uses for a column.
+    static func byRowid(_ connection: Connection, old: String, new: String, rowid: String,
+                        columns: [String]) throws -> CopyComparison {
+        let list = ([rowid] + columns.map(quoteIdentifier)).joined(separator: ", ")
+        let a = try connection.prepare("SELECT \(list) FROM \(quoteIdentifier(old)) ORDER BY \(rowid)")
+        let b = try connection.prepare("SELECT \(list) FROM \(quoteIdentifier(new)) ORDER BY \(rowid)")
+        var result = CopyComparison(columns: columns.count)
+        var hasA = try a.step(), hasB = try b.step()
+        while hasA && hasB {
+            let ra = a.currentRow, rb = b.currentRow
+            let ka = ra.int64(at: 0), kb = rb.int64(at: 0)
+            if ka < kb { hasA = try a.step(); continue }
+            if kb < ka { hasB = try b.step(); continue }
+            result.pairedRows += 1
+            for i in 0..<columns.count {
+                let c = i + 1
+                let ta = ra.storageClass(at: c), tb = rb.storageClass(at: c)
+                if ta != tb || !sameValue(ra, rb, c, ta) {
+                    result.changed[i] += 1
+                    result.transitions[i][Transition(from: ta, to: tb), default: 0] += 1
+                }
+            }
+            hasA = try a.step()
+            hasB = try b.step()
+        }
+        return result
+    }
+
+    /// Two values of one storage class, exactly.
+    @inline(__always)
+    static func sameValue(_ a: Row, _ b: Row, _ column: Int, _ storage: StorageClass) -> Bool {
+        switch storage {
+        case .null: return true
+        case .integer: return a.int64(at: column) == b.int64(at: column)
+        case .real: return a.double(at: column).bitPattern == b.double(at: column).bitPattern
+        case .text, .blob:
+            let x = a.bytes(at: column), y = b.bytes(at: column)
+            guard x.count == y.count else { return false }
+            return x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0
+        }
+    }
+
+    /// The tables joined on the primary key columns (by the new table's
+    /// collations); values compared without affinity or collation
+    /// (`+a IS +b COLLATE BINARY`, and the same typeof), so a REAL compares
+    /// by value here, not by its bits.
+    static func byKey(_ connection: Connection, old: String, new: String, key: [String],
+                      columns: [String]) throws -> CopyComparison {
+        let join = key.map { "n.\(quoteIdentifier($0)) = o.\(quoteIdentifier($0))" }.joined(separator: " AND ")
+        func differs(_ column: String) -> String {
+            let o = "o.\(quoteIdentifier(column))", n = "n.\(quoteIdentifier(column))"
+            return "(typeof(\(o)) <> typeof(\(n)) OR NOT (+\(o) IS +\(n) COLLATE BINARY))"
+        }
+        var select = "SELECT count(*)"
+        for column in columns { select += ", coalesce(sum(\(differs(column))), 0)" }
+        select += " FROM \(quoteIdentifier(old)) AS o JOIN \(quoteIdentifier(new)) AS n ON \(join)"
+        let row = try connection.rows(select).first ?? []
+        func int(_ value: Value?) -> Int64 { if case .integer(let v) = value { return v } else { return 0 } }
+        var result = CopyComparison(columns: columns.count)
+        result.pairedRows = int(row.first)
+        for (i, column) in columns.enumerated() {
+            result.changed[i] = int(row[i + 1])
+            guard result.changed[i] > 0 else { continue }
+            let statement = try connection.prepare("""
+                SELECT typeof(o.\(quoteIdentifier(column))), typeof(n.\(quoteIdentifier(column))), count(*)
+                FROM \(quoteIdentifier(old)) AS o JOIN \(quoteIdentifier(new)) AS n ON \(join) WHERE \(differs(column)) GROUP BY 1, 2
+                """)
+            try statement.forEachRow { r in
+                result.transitions[i][Transition(from: storageClass(named: r.string(at: 0)),
+                                                 to: storageClass(named: r.string(at: 1))), default: 0] += r.int64(at: 2)
+            }
+        }
+        return result
+    }
+
+    static func storageClass(named name: String) -> StorageClass {
+        switch name {
+        case "integer": return .integer
+        case "real": return .real
+        case "text": return .text
+        case "blob": return .blob
+        default: return .null
+        }
+    }
+}
+
+extension StorageClass {
+    /// INTEGER, REAL, TEXT, BLOB or NULL.
+    var sqlName: String {
+        switch self {
+        case .integer: return "INTEGER"
+        case .real: return "REAL"
+        case .text: return "TEXT"
+        case .blob: return "BLOB"
+        case .null: return "NULL"
+        }
+    }
+}

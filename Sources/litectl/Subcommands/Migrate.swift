@@ -1,0 +1,182 @@
+// `litectl migrate DB DIR`: apply numbered SQL migrations keyed by PRAGMA
+// user_version, safely (backup first, one transaction and checks per file,
+// a dry run on a copy); `migrate status` lives in MigrateStatus.swift.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply numbered SQL migrations to a database, keyed by its user_version.",
+        discussion: """
+            `litectl migrate DB DIR` is `litectl migrate apply DB DIR`: it takes DB from its \
+            user_version to the newest NNNN_name.sql of DIR, one transaction per file, after \
+            a verified backup. `litectl migrate status DB DIR` lists the files applied, \
+            pending, edited since they ran, or missing. docs/schema.md has the details.
+            """,
+        subcommands: [MigrateApply.self, MigrateStatus.self],
+        defaultSubcommand: MigrateApply.self)
+}
+
+struct MigrateApply: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apply",
+        abstract: "Take DB to the newest migration of DIR (or to --to N); `litectl migrate DB DIR` for short.",
+        discussion: """
+            DIR holds NNNN_name.sql files (and optionally NNNN_name.down.sql): the number \
+            is the PRAGMA user_version the database has once the file is applied (1 to \
+            2147483647; leading zeros do not count). Files are applied in order from the \
+            database's user_version up to the newest, or up or down to --to N (down runs \
+            the .down.sql files, newest first; every one needed must exist). A .sql file \
+            whose name does not follow the pattern, or two files of one version, is an \
+            error before anything runs.
+
+            Each file runs in its own BEGIN IMMEDIATE transaction, with foreign keys off \
+            (as SQLite's 12-step table rebuild needs), statement by statement; the same \
+            transaction sets user_version and records the file in litectl's table \
+            _litectl_migrations (version, file, sha256, applied_at). Before COMMIT, \
+            foreign_key_check must find no more rows without a parent than before the \
+            file and quick_check must pass. A file that fails, or that has BEGIN, COMMIT, \
+            END or ROLLBACK in it, is rolled back: the database stays at the previous \
+            version, the files before it stay applied, and one line on stderr names the \
+            file, the statement (number and line) and the cause; exit status 2.
+
+            Before the first migration of a run, a verified backup is made exactly as \
+            `litectl backup DB FOLDER` makes it (a hot copy, quick_check, fsync, rename, \
+            and a .json manifest) into --backup-dir (default: the database's folder); \
+            --no-backup skips it. Nothing to apply means no backup.
+
+            An applied file whose SHA-256 differs from the one recorded when it ran was \
+            edited afterwards: the run refuses to start (exit status 1) unless \
+            --accept-edited, which records the new checksum. `litectl migrate status` \
+            lists applied and pending files.
+
+            --dry-run changes nothing: it copies the database to a temporary file \
+            (backup API, in $TMPDIR), runs the chain on the copy with every check, and \
+            prints what would run and then the diff of the copy before and after (schema \
+            changes, user_version, and per table +inserted -deleted ~updated rows, as \
+            `litectl diff --summary`; _litectl_migrations left out).
+
+            Silent on success unless -v or stdout is a terminal (then one line per file \
+            applied, and the backup's path); --json prints one JSON object: path, dry_run, \
+            from_version, to_version, backup, applied [{version, file, direction, \
+            to_version, seconds}], accepted_edits, error. Exit status: 0 done (or nothing \
+            to do), 1 refused (edited files), 2 error.
+            """)
+
+    @Argument(help: ArgumentHelp("The database file.", valueName: "db"))
+    var database: String
+
+    @Argument(help: ArgumentHelp("The folder of NNNN_name.sql files.", valueName: "dir"))
+    var folder: String
+
+    @Option(help: ArgumentHelp("The version to go to, up or down (0 undoes every migration).", valueName: "n"))
+    var to: Int64?
+
+    @Flag(help: "Run the chain on a temporary copy and print the diff it makes; change nothing.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("The folder for the backup before the first migration (default: the database's folder).", valueName: "dir"))
+    var backupDir: String?
+
+    @Flag(help: "Make no backup before migrating.")
+    var noBackup = false
+
+    @Flag(help: "Record the new checksums of applied files that were edited, instead of refusing to run.")
+    var acceptEdited = false
+
+    @Option(help: ArgumentHelp("Seconds the backup waits for locks held by other processes.", valueName: "seconds"))
+    var timeout: Double = 60
+
+    @Flag(name: .shortAndLong, help: "Print one line per file applied, and the backup's path.")
+    var verbose = false
+
+    @Flag(help: "Print the outcome as one JSON object.")
+    var json = false
+
+    @OptionGroup var options: DatabaseOptions
+
+    func validate() throws {
+        if let to, to < 0 || to > MigrationFolder.maximumVersion {
+            throw ValidationError("--to takes a version from 0 to \(MigrationFolder.maximumVersion).")
+        }
+        if noBackup && backupDir != nil { throw ValidationError("Give --backup-dir or --no-backup, not both.") }
+        if dryRun && json { throw ValidationError("--dry-run prints the diff as text; it does not go with --json.") }
+        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
+    }
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        var request = MigrateRequest(database: database, folder: folder)
+        request.target = to
+        request.backup = !noBackup
+        request.backupFolder = backupDir
+        request.acceptEdited = acceptEdited
+        request.busyTimeout = options.busyTimeout
+        request.backupTimeout = timeout
+        let talk = verbose || dryRun || (!json && isatty(STDOUT_FILENO) == 1)
+        var appliedSoFar: [AppliedMigration] = []
+        let onStep: (AppliedMigration) -> Void = { applied in
+            appliedSoFar.append(applied)
+            guard talk && !json else { return }
+            let verb = dryRun ? "would apply" : "applied"
+            let step = applied.step
+            printOut("\(verb) \(step.file.name) (version \(step.fromVersion) → \(step.toVersion), \(String(format: "%.2f", applied.seconds)) s)")
+        }
+        let outcome: MigrateOutcome
+        do {
+            if dryRun {
+                let sink = FileDescriptorSink()
+                let colour = isatty(STDOUT_FILENO) == 1 && getenv("NO_COLOR") == nil
+                // The diff comes after the steps' lines: print them before it starts.
+                outcome = try MigrationRunner.dryRun(request, sink: sink, colour: colour, onStep: onStep)
+                try sink.flush()
+            } else {
+                outcome = try MigrationRunner.run(request, onStep: onStep)
+            }
+        } catch let refusal as MigrationRefusal {
+            if json { printOut(Self.json(nil, path: database, applied: [], error: refusal.description).compact) }
+            printError(refusal.description)
+            throw ExitStatus.findings
+        } catch {
+            if json { printOut(Self.json(nil, path: database, applied: appliedSoFar, error: describe(error)).compact) }
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+        if json {
+            printOut(Self.json(outcome, path: database, applied: outcome.applied, error: nil).compact)
+            return
+        }
+        guard talk else { return }
+        for edit in outcome.acceptedEdits {
+            printOut("\(dryRun ? "would record" : "recorded") the new checksum of \(edit.file) (edited after it ran)")
+        }
+        if let backup = outcome.backup { printOut("backup: \(backup.backupPath)") }
+        if outcome.applied.isEmpty {
+            printOut("\(database): at version \(outcome.fromVersion); nothing to do")
+        } else if dryRun {
+            if outcome.diff?.identical == true { printOut("(the migrations change no table, index, view, trigger or setting)") }
+            printOut("\(database): not changed (dry run); it would go from version \(outcome.fromVersion) to \(outcome.toVersion)")
+        } else {
+            printOut("\(database): version \(outcome.fromVersion) → \(outcome.toVersion)")
+        }
+    }
+
+    /// The outcome; after an error, `applied` holds the files that were applied before it.
+    static func json(_ outcome: MigrateOutcome?, path: String, applied: [AppliedMigration], error: String?) -> JSON {
+        .object([
+            ("path", .string(path)),
+            ("dry_run", .bool(outcome?.dryRun ?? false)),
+            ("from_version", outcome.map { .integer($0.fromVersion) } ?? .null),
+            ("to_version", outcome.map { .integer($0.toVersion) } ?? applied.last.map { .integer($0.step.toVersion) } ?? .null),
+            ("backup", .optional(outcome?.backup?.backupPath, JSON.string)),
+            ("applied", .array(applied.map { applied in
+                .object([("version", .integer(applied.step.version)), ("file", .string(applied.step.file.name)),
+                         ("direction", .string(applied.step.direction.rawValue)),
+                         ("to_version", .integer(applied.step.toVersion)), ("seconds", .number(applied.seconds))])
+            })),
+            ("accepted_edits", .array((outcome?.acceptedEdits ?? []).map { .string($0.file) })),
+            ("error", .optional(error, JSON.string)),
+        ])
+    }
+}

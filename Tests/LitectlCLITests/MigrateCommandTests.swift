@@ -1,0 +1,234 @@
+// `litectl migrate` and `migrate status` through the built binary: a chain of
+// migrations with a failing file in the middle (one stderr line naming the
+// file and statement, the database at the previous version, the backup made
+// before the first migration verified by `litectl verify`), `--dry-run`
+// leaving the database's bytes as they were, SIGKILL at moments of a run
+// (afterwards the file is at a whole version, equal by `litectl hash` to the
+// same files applied by the sqlite3 CLI), and readers in other processes that
+// never see a half-applied migration.
+import Foundation
+import Testing
+import LitectlCore
+import TestSupport
+
+@Suite struct MigrateCommandTests {
+    /// Migrations 1...n: each creates table mN and fills it with N × `rows`
+    /// deterministic rows, and adds a row to `steps`.
+    func writeCounterChain(_ dir: String, count: Int, rows: Int) throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        for n in 1...count {
+            var sql = n == 1 ? "CREATE TABLE steps (n INTEGER PRIMARY KEY);\n" : ""
+            sql += """
+                CREATE TABLE m\(n) (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+                WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < \(n * rows))
+                  INSERT INTO m\(n) SELECT i, printf('%0200d', i * \(n)) FROM r;
+                CREATE INDEX m\(n)_body ON m\(n)(body);
+                INSERT INTO steps VALUES (\(n));
+                """
+            try sql.write(toFile: dir + "/" + String(format: "%04d_step%d.sql", n, n), atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// The user tables' hash (litectl hash --table ...) of `db`.
+    func userHash(_ db: String) throws -> String {
+        let names = try sqlite3(["-batch", db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '\\_litectl%' ESCAPE '\\' ORDER BY 1"])
+            .split(separator: "\n").map(String.init)
+        let result = try runProcess(litectlBinary, ["hash"] + names.flatMap { ["--table", $0] } + [db])
+        #expect(result.status == 0, "\(result.stderr)")
+        return String(result.stdout.prefix(64))
+    }
+
+    @Test func aFailingFileInTheMiddleStopsTheChainAtTheVersionBefore() throws {
+        let folder = try TemporaryFolder("cli-migrate")
+        let dir = try writeShopMigrations(folder)
+        try """
+            UPDATE orders SET total = total;
+            INSERT INTO nowhere VALUES (1);
+            """.write(toFile: dir + "/0003_total_as_real.sql", atomically: true, encoding: .utf8)
+        let data = folder.file("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        let db = data + "/shop.db"
+        try makeDatabase(db, "PRAGMA journal_mode=WAL;")
+        let result = try litectl("migrate", db, dir)
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "litectl: \(db): 0003_total_as_real.sql, statement 2 (line 2): no such table: nowhere (in SQL: INSERT INTO nowhere VALUES (1);); the database stays at version 2\n")
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "2")
+        #expect(try userHash(db) == userHash(try shopByHand(folder, count: 2)))
+        #expect(try sqlite3Scalar(db, "PRAGMA integrity_check") == "ok")
+        // The backup before the first migration: beside the database, at version 0, verified.
+        let backups = try FileManager.default.contentsOfDirectory(atPath: data).filter { $0.hasPrefix("shop-") && $0.hasSuffix(".db") }
+        #expect(backups.count == 1)
+        let verify = try litectl("verify", data + "/" + backups[0])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        #expect(try sqlite3Scalar(data + "/" + backups[0], "SELECT count(*) FROM sqlite_schema") == "0")
+
+        // Status: two applied, two pending; nothing wrong.
+        let status = try litectl("migrate", "status", db, dir)
+        #expect(status.status == 0)
+        #expect(status.stdout.hasPrefix("\(db): version 2; newest migration 4; 2 pending\n   1 applied    0001_customers.sql  (applied 20"), "\(status.stdout)")
+        #expect(status.stdout.contains("   3 pending    0003_total_as_real.sql\n"))
+        let json = try litectl("migrate", "status", "--json", db, dir)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["version"] as? Int == 2 && object["pending"] as? Int == 2)
+
+        // Fixed, the chain goes on from where it stopped (with a second backup), silently.
+        try shopMigrations[2].up.write(toFile: dir + "/0003_total_as_real.sql", atomically: true, encoding: .utf8)
+        let rest = try litectl("migrate", db, dir)
+        #expect(rest.status == 0 && rest.stdout.isEmpty && rest.stderr.isEmpty, "\(rest.stderr)")
+        #expect(try userHash(db) == userHash(try shopByHand(folder, count: 4)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: data).filter { $0.hasSuffix(".db") }.count == 3)
+        let verbose = try litectl("migrate", "-v", "--to", "3", "--no-backup", db, dir)
+        #expect(verbose.status == 0)
+        #expect(verbose.stdout.hasPrefix("applied 0004_customer_totals.down.sql (version 4 → 3, "), "\(verbose.stdout)")
+        #expect(verbose.stdout.hasSuffix("\(db): version 4 → 3\n"))
+    }
+
+    @Test func anEditedAppliedFileIsRefusedAndReported() throws {
+        let folder = try TemporaryFolder("cli-migrate-edit")
+        let dir = try writeShopMigrations(folder, count: 2)
+        let db = folder.file("shop.db")
+        try makeDatabase(db, "VACUUM;")
+        #expect(try litectl("migrate", "--no-backup", db, dir).status == 0)
+        try (shopMigrations[1].up + "\n-- edited\n").write(toFile: dir + "/0002_orders.sql", atomically: true, encoding: .utf8)
+        let status = try litectl("migrate", "status", db, dir)
+        #expect(status.status == 1)
+        #expect(status.stdout.contains("   2 edited     0002_orders.sql"))
+        let before = try FileFingerprint(db)
+        let refused = try litectl("migrate", db, dir)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("litectl: \(db): applied migration edited since it ran: 0002_orders.sql"), "\(refused.stderr)")
+        #expect(try FileFingerprint(db) == before)
+        #expect(try litectl("migrate", "--accept-edited", "--no-backup", db, dir).status == 0)
+        #expect(try litectl("migrate", "status", db, dir).status == 0)
+    }
+
+    @Test func dryRunLeavesTheBytesAndTheFolderAsTheyWere() throws {
+        let folder = try TemporaryFolder("cli-migrate-dry")
+        let dir = try writeShopMigrations(folder)
+        let data = try TemporaryFolder("cli-migrate-dry-data")
+        let db = data.file("shop.db")
+        try makeDatabase(db, "PRAGMA journal_mode=WAL;")
+        _ = try litectl("migrate", "--no-backup", "--to", "1", db, dir)
+        let tmp = try TemporaryFolder("cli-migrate-dry-tmp")
+        let before = try FileFingerprint(db)
+        let result = try runProcess("/usr/bin/env", ["TMPDIR=\(tmp.path)", litectlBinary, "migrate", "--dry-run", db, dir])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.prefix(3).map { $0.components(separatedBy: ", ").first! } == [
+            "would apply 0002_orders.sql (version 1 → 2", "would apply 0003_total_as_real.sql (version 2 → 3",
+            "would apply 0004_customer_totals.sql (version 3 → 4"])
+        #expect(lines.contains { $0.hasPrefix("+ table orders added") }, "\(result.stdout)")
+        #expect(lines.contains { $0.hasPrefix("+ view customer_totals added") })
+        #expect(lines.contains { $0.hasPrefix("orders: +3 -0 ~0") })
+        #expect(lines.last == "\(db): not changed (dry run); it would go from version 1 to 4")
+        #expect(try FileFingerprint(db) == before, "the database's bytes and modification time")
+        #expect(try data.listing() == ["shop.db"], "no backup, no -wal, no temporary file beside it")
+        #expect(try tmp.listing().isEmpty, "the copies are gone")
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "1")
+    }
+
+    /// SIGKILL at moments of a run: the database is always at a whole version
+    /// (user_version and content agree with the files applied by the sqlite3
+    /// CLI), and the next run removes what the killed one left and finishes.
+    @Test func killedRunsLeaveAWholeVersion() throws {
+        let folder = try TemporaryFolder("cli-migrate-kill")
+        let dir = folder.file("migrations")
+        try writeCounterChain(dir, count: 4, rows: 20_000)
+        var references: [String] = []
+        for version in 0...4 {
+            let path = folder.file("reference-\(version).db")
+            var script = ""
+            for n in stride(from: 1, through: version, by: 1) {
+                script += try String(contentsOfFile: dir + String(format: "/%04d_step%d.sql", n, n), encoding: .utf8) + "\n"
+            }
+            try makeDatabase(path, script + "PRAGMA user_version = \(version);")
+            references.append(try userHash(path))
+        }
+        let data = try TemporaryFolder("cli-migrate-kill-data")
+        let db = data.file("app.db")
+        var seen = Set<Int>()
+        for (round, delay) in [0.05, 0.3, 0.6, 1.0, 1.5, 2.5].enumerated() {
+            unlink(db)
+            try makeDatabase(db, round % 2 == 0 ? "PRAGMA journal_mode=WAL;" : "PRAGMA journal_mode=DELETE;")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: litectlBinary)
+            process.arguments = ["migrate", db, dir]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(useconds_t(delay * 1_000_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let version = Int(try sqlite3Scalar(db, "PRAGMA user_version"))!
+            seen.insert(version)
+            #expect(try sqlite3Scalar(db, "PRAGMA integrity_check") == "ok")
+            #expect(try userHash(db) == references[version], "killed after \(delay) s at version \(version)")
+            // The next run finishes the chain and leaves no temporary file.
+            let next = try litectl("migrate", db, dir)
+            #expect(next.status == 0, "\(next.stderr)")
+            #expect(try userHash(db) == references[4])
+            let left = try data.listing()
+            #expect(left.filter { $0.contains(".tmp-") }.isEmpty, "\(left)")
+            for name in try data.listing() where name != "app.db" { unlink(data.file(name)) }
+        }
+        #expect(!seen.isEmpty)
+    }
+
+    /// Readers in other processes (Python's sqlite3), each read in one
+    /// transaction, see user_version and the tables of that version and
+    /// nothing in between, in WAL and in rollback-journal mode.
+    @Test(arguments: ["wal", "delete"])
+    func readersNeverSeeAHalfAppliedMigration(_ journal: String) throws {
+        let folder = try TemporaryFolder("cli-migrate-readers")
+        let dir = folder.file("migrations")
+        try writeCounterChain(dir, count: 6, rows: 8_000)
+        let db = folder.file("app.db")
+        try makeDatabase(db, "PRAGMA journal_mode=\(journal);")
+        let script = folder.file("reader.py")
+        try """
+            import sqlite3, sys, os
+            db, stop = sys.argv[1], sys.argv[2]
+            c = sqlite3.connect(db, timeout=60, isolation_level=None)
+            reads, bad, versions = 0, 0, set()
+            while True:
+                done = os.path.exists(stop)
+                c.execute("BEGIN")
+                v = c.execute("PRAGMA user_version").fetchone()[0]
+                tables = c.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name GLOB 'm[0-9]*'").fetchone()[0]
+                steps = c.execute("SELECT count(*) FROM steps").fetchone()[0] if v > 0 else 0
+                rows = c.execute("SELECT count(*) FROM m%d" % v).fetchone()[0] if v > 0 else 0
+                c.execute("COMMIT")
+                reads += 1
+                versions.add(v)
+                if tables != v or steps != v or rows != v * 8000:
+                    bad += 1
+                    print("inconsistent", v, tables, steps, rows, file=sys.stderr)
+                if done:
+                    break
+            print(reads, bad, len(versions))
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let stop = folder.file("stop")
+        var readers: [(Process, Pipe)] = []
+        for _ in 0..<2 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [script, db, stop]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            readers.append((process, out))
+        }
+        let result = try litectl("migrate", "--no-backup", db, dir)
+        _ = FileManager.default.createFile(atPath: stop, contents: Data())
+        #expect(result.status == 0, "\(result.stderr)")
+        for (process, out) in readers {
+            let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "a reader failed")
+            let numbers = printed.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+            #expect(numbers.count == 3 && numbers[0] > 0 && numbers[1] == 0, "reads, inconsistent reads, versions: \(printed)")
+        }
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "6")
+    }
+}
