@@ -64,7 +64,7 @@ struct Vacuum: ParsableCommand {
     @Option(help: ArgumentHelp("Page size of the result (512 to 65536, a power of two).", valueName: "bytes"))
     var pageSize: Int?
 
-    @Option(help: "auto_vacuum of the result: none, full or incremental.")
+    @Option(help: ArgumentHelp("auto_vacuum of the result: none, full or incremental.", valueName: "mode"))
     var autoVacuum: AutoVacuumMode?
 
     @Option(help: ArgumentHelp("Free up to N pages with PRAGMA incremental_vacuum instead of a VACUUM (0: all).", valueName: "n"))
