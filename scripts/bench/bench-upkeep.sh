@@ -3,7 +3,7 @@
 # generated database (BENCH_ROWS rows, default 3000000: about 1 GB):
 #   dump          litectl dump DB > file      vs  sqlite3 DB .dump > file          (target: not slower)
 #   load          litectl load NEW FILE       vs  sqlite3 NEW < FILE (the same script)
-#   vacuum        litectl vacuum COPY         vs  sqlite3 COPY VACUUM              (a copy with 1/3 of its rows deleted)
+#   vacuum        litectl vacuum COPY         vs  sqlite3 COPY VACUUM              (a copy with rows deleted)
 #   vacuum into   litectl vacuum DB --into F  vs  sqlite3 DB "VACUUM INTO 'F'"
 # plus the peak resident memory of both dumps (GNU time), and a check that the loaded
 # database hashes as the original. BENCH_DB=path reuses a database; BENCH_PARTS (default
@@ -52,11 +52,12 @@ rm -f "$T"/out-*.sql "$T"/load-*.db "$T/check.db" "$T/shell.sql" "$T/litectl.sql
 
 frag=$T/frag.db
 cp "$db" "$frag"
-sqlite3 "$frag" "DELETE FROM events WHERE rowid % 3 = 0; DELETE FROM order_items WHERE line % 3 = 0;"
+# Free pages (the newer half of events) and half-empty pages (every third order line).
+sqlite3 "$frag" "DELETE FROM events WHERE rowid > (SELECT max(rowid) / 2 FROM events); DELETE FROM order_items WHERE line % 3 = 0;"
 echo "fragmented copy: $(du -h "$frag" | cut -f1), $(sqlite3 "$frag" 'PRAGMA freelist_count') free pages" >&2
 bench_compare "litectl vacuum" "$LITECTL vacuum -q $T/work-a.db" \
   "sqlite3 VACUUM" "sqlite3 $T/work-b.db VACUUM" \
-  --prepare "cp $frag $T/work-a.db; cp $frag $T/work-b.db"
+  --prepare "cp $frag $T/work-a.db; cp $frag $T/work-b.db; sync"
 bench_compare "litectl vacuum --into" "$LITECTL vacuum -q $frag --into $T/into-a.db" \
   "sqlite3 VACUUM INTO" "sqlite3 $frag \"VACUUM INTO '$T/into-b.db'\"" \
   --prepare "rm -f $T/into-a.db $T/into-b.db"

@@ -48,7 +48,12 @@ final class InputLines {
     /// The next line, or nil at the end of the input.
     func next() throws -> ArraySlice<UInt8>? {
         while true {
-            if let newline = buffer[max(start, searched)...].firstIndex(of: 0x0A) {
+            let from = max(start, searched)
+            let found = buffer.withUnsafeBytes { raw -> Int? in
+                guard from < raw.count, let hit = memchr(raw.baseAddress! + from, 0x0A, raw.count - from) else { return nil }
+                return UnsafeRawPointer(hit) - raw.baseAddress!
+            }
+            if let newline = found {
                 let line = buffer[start...newline]
                 start = newline + 1
                 searched = start

@@ -4,6 +4,11 @@
 // statement. The script's own transaction control gives way to the session's
 // one transaction; see `ScriptLoader.run`.
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 enum ScriptLoader {
     /// Runs the script at `path` ("-": standard input) in `session`.
@@ -43,15 +48,17 @@ enum ScriptLoader {
             let complete = pending.withUnsafeBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { sqlite3_complete($0.baseAddress!) != 0 }
             }
-            pending.removeLast()
             if complete {
-                try execute(pending, firstLine: firstLine, source: input.name, session: session, deferTriggers: deferTriggers)
+                try execute(&pending, firstLine: firstLine, source: input.name, session: session, deferTriggers: deferTriggers)
                 pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.removeLast()
             }
         }
         if !isBlank(pending) {
             // Comments only, or SQL that never ends: preparing it tells them apart.
-            try execute(pending, firstLine: firstLine, source: input.name, session: session, deferTriggers: deferTriggers)
+            pending.append(0)
+            try execute(&pending, firstLine: firstLine, source: input.name, session: session, deferTriggers: deferTriggers)
         }
     }
 
@@ -59,21 +66,24 @@ enum ScriptLoader {
         bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
-    /// Prepares and runs every statement in `text` (complete statements).
-    static func execute(_ text: [UInt8], firstLine: Int, source: String, session: LoadSession, deferTriggers: Bool) throws {
-        if text.contains(0) {
-            throw LoadError(source: source, line: firstLine, message: "a NUL byte in the SQL text (write it as CAST(x'..' AS TEXT))")
-        }
+    /// Prepares and runs every statement in `text`: complete statements, then
+    /// the NUL that ends them (the only one: a NUL inside would end the SQL early).
+    static func execute(_ text: inout [UInt8], firstLine: Int, source: String, session: LoadSession, deferTriggers: Bool) throws {
         let db = session.connection.rawHandle
-        var bytes = text
-        bytes.append(0)
-        try bytes.withUnsafeBufferPointer { buffer in
+        try text.withUnsafeBufferPointer { buffer in
+            if memchr(buffer.baseAddress!, 0, buffer.count - 1) != nil {
+                throw LoadError(source: source, line: firstLine, message: "a NUL byte in the SQL text (write it as CAST(x'..' AS TEXT))")
+            }
             try buffer.withMemoryRebound(to: CChar.self) { chars in
                 let base = chars.baseAddress!
                 var cursor = base
-                var lineAtCursor = firstLine
+                /// The line a statement starts on (counted only when a message or a held-back trigger needs it).
+                func line(at start: UnsafePointer<CChar>) -> Int {
+                    var count = firstLine, p = base
+                    while p < start { if p.pointee == 0x0A { count += 1 }; p += 1 }
+                    return count + leadingNewlines(start)
+                }
                 while cursor.pointee != 0 {
-                    let line = lineAtCursor + leadingNewlines(cursor)
                     var statement: OpaquePointer?
                     var tail: UnsafePointer<CChar>?
                     var rc = sqlite3_prepare_v2(db, cursor, -1, &statement, &tail)
@@ -94,13 +104,13 @@ enum ScriptLoader {
                         if let table = readOnlyTable(message), ["sqlite_master", "sqlite_schema"].contains(table.lowercased()) {
                             message += " (a sqlite3 .dump of virtual tables writes sqlite_schema with PRAGMA writable_schema, which load never allows: load that script with the sqlite3 shell, or make the dump with litectl dump)"
                         }
-                        throw LoadError(source: source, line: line, message: message)
+                        throw LoadError(source: source, line: line(at: cursor), message: message)
                     }
                     guard let next = tail, next > cursor else { break }
-                    lineAtCursor += UnsafeBufferPointer(start: cursor, count: next - cursor).reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                    let start = cursor
                     cursor = next
                     guard let statement else { continue }  // only comments or spaces
-                    try run(statement, line: line, source: source, session: session, deferTriggers: deferTriggers)
+                    try run(statement, line: { line(at: start) }, source: source, session: session, deferTriggers: deferTriggers)
                 }
             }
         }
@@ -117,11 +127,17 @@ enum ScriptLoader {
     }
 
     /// Runs one prepared statement according to what it is.
-    private static func run(_ statement: OpaquePointer, line: Int, source: String,
+    private static func run(_ statement: OpaquePointer, line: () -> Int, source: String,
                             session: LoadSession, deferTriggers: Bool) throws {
+        // Most statements of a dump are INSERTs: only those that start like
+        // BEGIN, COMMIT, CREATE, END, PRAGMA or ROLLBACK need a closer look.
+        guard SQLKeywords.mayNeedCare(sqlite3_sql(statement)) else {
+            try session.begin()
+            return try step(statement, line: line, source: source, session: session)
+        }
         let words = SQLKeywords.leading(sqlite3_sql(statement), count: 5)
         var sql: String { String(cString: sqlite3_sql(statement)) }
-        func fail(_ message: String) -> LoadError { LoadError(source: source, line: line, message: message) }
+        func fail(_ message: String) -> LoadError { LoadError(source: source, line: line(), message: message) }
         switch words.first {
         case "BEGIN":
             if session.inTransaction { return }
@@ -150,7 +166,7 @@ enum ScriptLoader {
                 break
             }
         case "CREATE" where deferTriggers && (words.dropFirst().prefix(2).contains("TRIGGER")):
-            session.deferredTriggers.append((sql, source, line))
+            session.deferredTriggers.append((sql, source, line()))
             return
         default:
             break
@@ -159,13 +175,13 @@ enum ScriptLoader {
         try step(statement, line: line, source: source, session: session)
     }
 
-    private static func step(_ statement: OpaquePointer, line: Int, source: String, session: LoadSession) throws {
+    private static func step(_ statement: OpaquePointer, line: () -> Int, source: String, session: LoadSession) throws {
         session.statements += 1
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_ROW { continue }
             if rc == SQLITE_DONE { return }
-            throw LoadError(source: source, line: line, message: String(cString: sqlite3_errmsg(session.connection.rawHandle)))
+            throw LoadError(source: source, line: line(), message: String(cString: sqlite3_errmsg(session.connection.rawHandle)))
         }
     }
 
@@ -240,6 +256,27 @@ enum SQLKeywords {
             i += 1
         }
         return tokens
+    }
+
+    /// False when the statement's first character (past spaces and comments)
+    /// cannot begin BEGIN, COMMIT, CREATE, END, PRAGMA or ROLLBACK.
+    static func mayNeedCare(_ text: UnsafePointer<CChar>?) -> Bool {
+        guard let text else { return false }
+        let bytes = UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
+        var i = 0
+        while true {
+            switch bytes[i] {
+            case 0x20, 0x09, 0x0A, 0x0D, 0x0C:
+                i += 1
+            case UInt8(ascii: "-") where bytes[i + 1] == UInt8(ascii: "-"), UInt8(ascii: "/") where bytes[i + 1] == UInt8(ascii: "*"):
+                return true
+            default:
+                switch asciiUpper(bytes[i]) {
+                case UInt8(ascii: "B"), UInt8(ascii: "C"), UInt8(ascii: "E"), UInt8(ascii: "P"), UInt8(ascii: "R"): return true
+                default: return false
+                }
+            }
+        }
     }
 
     /// A PRAGMA's name (without its schema) and whether it sets a value.

@@ -69,8 +69,8 @@ struct Load: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
-        if table != nil && resolvedFormat == .sql && !isFolder {
-            throw ValidationError("--table applies to CSV and JSON Lines input.")
+        if table != nil && (resolvedFormat == .sql || isFolder) {
+            throw ValidationError("--table applies to one CSV or JSON Lines file.")
         }
         if input == "-" && table == nil && resolvedFormat != .sql {
             throw ValidationError("Rows on stdin need --table.")
