@@ -24,9 +24,10 @@ import TestSupport
             "INSERT INTO t VALUES (4, 'four');\n.read other.sql\n",
             "INSERT INTO t VALUES (5, 'five');\nINSERT INTO t VALUES (1, 'clash');\n",
             "INSERT INTO t VALUES (6, 'six');\nINSERT INTO t VALUES (7, 'never ends'\n",
+            "-- a comment\n/* and\n another */\nINSERT INTO t VALUES (8, 'eight'); -- fine\n\n  -- here:\n  INSERT INTO gone VALUES (1);\n",
         ]
         let expected = ["s.sql:4: no such table: nowhere", "s.sql:2: the script rolls back", "s.sql:2: .read other.sql is a sqlite3 shell command",
-                        "s.sql:2: UNIQUE constraint failed: t.id", "s.sql:2: incomplete SQL"]
+                        "s.sql:2: UNIQUE constraint failed: t.id", "s.sql:2: incomplete SQL", "s.sql:7: no such table: gone"]
         for (script, message) in zip(scripts, expected) {
             let path = try write(script, folder)
             #expect {

@@ -116,12 +116,28 @@ enum ScriptLoader {
         }
     }
 
-    /// Newlines before the first character that is not a space.
+    /// Newlines before the first character that is neither a space nor in a comment.
     private static func leadingNewlines(_ p: UnsafePointer<CChar>) -> Int {
         var count = 0, q = p
-        while q.pointee == 0x20 || q.pointee == 0x09 || q.pointee == 0x0A || q.pointee == 0x0D {
-            if q.pointee == 0x0A { count += 1 }
-            q += 1
+        while q.pointee != 0 {
+            switch UInt8(bitPattern: q.pointee) {
+            case 0x0A:
+                count += 1
+                q += 1
+            case 0x20, 0x09, 0x0D, 0x0C:
+                q += 1
+            case UInt8(ascii: "-") where q[1] == 0x2D:
+                while q.pointee != 0 && q.pointee != 0x0A { q += 1 }
+            case UInt8(ascii: "/") where q[1] == 0x2A:
+                q += 2
+                while q.pointee != 0 && !(q.pointee == 0x2A && q[1] == 0x2F) {
+                    if q.pointee == 0x0A { count += 1 }
+                    q += 1
+                }
+                if q.pointee != 0 { q += 2 }
+            default:
+                return count
+            }
         }
         return count
     }
