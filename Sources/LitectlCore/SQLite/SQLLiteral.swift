@@ -41,36 +41,22 @@ extension Value {
     /// encoding, so this form is exact in UTF-8 databases (litectl's text values
     /// are UTF-8); `appendSQLLiteral(to:encoding:)` writes for any encoding.
     public func appendSQLLiteral(to out: inout [UInt8]) {
-        switch self {
-        case .null:
-            out.append(contentsOf: "NULL".utf8)
-        case .integer(let v):
-            appendDecimal(v, to: &out)
-        case .real(let d):
-            appendRealLiteral(d, to: &out)
-        case .text(let bytes):
-            if Self.canQuoteDirectly(bytes) {
-                out.append(UInt8(ascii: "'"))
-                for byte in bytes {
-                    out.append(byte)
-                    if byte == UInt8(ascii: "'") { out.append(byte) }
-                }
-                out.append(UInt8(ascii: "'"))
-            } else {
-                out.append(contentsOf: "CAST(".utf8)
-                appendHexLiteral(bytes, to: &out)
-                out.append(contentsOf: " AS TEXT)".utf8)
-            }
-        case .blob(let bytes):
-            appendHexLiteral(bytes, to: &out)
-        }
+        withCell { $0.appendSQLLiteral(to: &out) }
     }
 
     /// True when TEXT can go between single quotes and survive the shell: valid
     /// UTF-8 with neither NUL nor CR.
     static func canQuoteDirectly(_ bytes: [UInt8]) -> Bool {
-        for byte in bytes where byte == 0 || byte == 0x0D { return false }
-        return bytes.withUnsafeBytes(isValidUTF8)
+        bytes.withUnsafeBytes(canQuoteDirectly)
+    }
+
+    static func canQuoteDirectly(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var ascii = true
+        for byte in bytes {
+            if byte == 0 || byte == 0x0D { return false }
+            if byte >= 0x80 { ascii = false }
+        }
+        return ascii || isValidUTF8(bytes)
     }
 
     /// Appends the value's exact SQL literal for a database whose text is
@@ -88,16 +74,61 @@ extension Value {
     /// written as that code unit, so text read from a UTF-16 database goes back
     /// into one unchanged.
     public func appendSQLLiteral(to out: inout [UInt8], encoding: TextEncoding) throws {
+        try withCell { try $0.appendSQLLiteral(to: &out, encoding: encoding) }
+    }
+
+    /// True when valid UTF-8 `bytes` hold U+FFFE or U+FFFF (EF BF BE, EF BF BF).
+    static func holdsFFFEorFFFF(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes(holdsFFFEorFFFF)
+    }
+
+    static func holdsFFFEorFFFF(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i + 2 < bytes.count {
+            if bytes[i] == 0xEF && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+extension Cell {
+    /// Appends the cell's exact SQL literal (for a UTF-8 database) to `out`,
+    /// straight from SQLite's buffer: what `dump` writes for every value.
+    public func appendSQLLiteral(to out: inout [UInt8]) {
+        switch self {
+        case .null:
+            out.append(contentsOf: "NULL".utf8)
+        case .integer(let v):
+            appendDecimal(v, to: &out)
+        case .real(let d):
+            appendRealLiteral(d, to: &out)
+        case .text(let bytes):
+            if Value.canQuoteDirectly(bytes) {
+                appendQuoted(bytes, to: &out)
+            } else {
+                out.append(contentsOf: "CAST(".utf8)
+                appendHexLiteral(bytes, to: &out)
+                out.append(contentsOf: " AS TEXT)".utf8)
+            }
+        case .blob(let bytes):
+            appendHexLiteral(bytes, to: &out)
+        }
+    }
+
+    /// Appends the cell's exact SQL literal for a database whose text is
+    /// stored in `encoding`; see `Value.appendSQLLiteral(to:encoding:)`.
+    public func appendSQLLiteral(to out: inout [UInt8], encoding: TextEncoding) throws {
         guard encoding != .utf8, case .text(let bytes) = self else {
             appendSQLLiteral(to: &out)
             return
         }
-        if Self.canQuoteDirectly(bytes) && !Self.holdsFFFEorFFFF(bytes) {
-            appendSQLLiteral(to: &out)
+        if Value.canQuoteDirectly(bytes) && !Value.holdsFFFEorFFFF(bytes) {
+            appendQuoted(bytes, to: &out)
             return
         }
         guard let units = utf16CodeUnits(bytes) else {
-            throw UnrepresentableTextError(bytes: bytes, encoding: encoding)
+            throw UnrepresentableTextError(bytes: Array(bytes), encoding: encoding)
         }
         var encoded: [UInt8] = []
         encoded.reserveCapacity(units.count * 2)
@@ -109,16 +140,17 @@ extension Value {
         appendHexLiteral(encoded, to: &out)
         out.append(contentsOf: " AS TEXT)".utf8)
     }
+}
 
-    /// True when valid UTF-8 `bytes` hold U+FFFE or U+FFFF (EF BF BE, EF BF BF).
-    static func holdsFFFEorFFFF(_ bytes: [UInt8]) -> Bool {
-        var i = 0
-        while i + 2 < bytes.count {
-            if bytes[i] == 0xEF && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) { return true }
-            i += 1
-        }
-        return false
+/// `'...'` with each quote doubled.
+private func appendQuoted(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    out.reserveCapacity(out.count + bytes.count + 2)
+    out.append(UInt8(ascii: "'"))
+    for byte in bytes {
+        out.append(byte)
+        if byte == UInt8(ascii: "'") { out.append(byte) }
     }
+    out.append(UInt8(ascii: "'"))
 }
 
 /// The UTF-16 code units of UTF-8 `bytes`, nil when they are not UTF-8
@@ -126,6 +158,10 @@ extension Value {
 /// U+10FFFF, surrogates), except that one surrogate is accepted as the
 /// last character (see `appendSQLLiteral(to:encoding:)`).
 func utf16CodeUnits(_ bytes: [UInt8]) -> [UInt16]? {
+    bytes.withUnsafeBytes(utf16CodeUnits)
+}
+
+func utf16CodeUnits(_ bytes: UnsafeRawBufferPointer) -> [UInt16]? {
     var units: [UInt16] = []
     units.reserveCapacity(bytes.count)
     var i = 0
@@ -168,6 +204,10 @@ func utf16CodeUnits(_ bytes: [UInt8]) -> [UInt16]? {
 private let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
 func appendHexLiteral(_ bytes: [UInt8], to out: inout [UInt8]) {
+    bytes.withUnsafeBytes { appendHexLiteral($0, to: &out) }
+}
+
+func appendHexLiteral(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
     out.reserveCapacity(out.count + bytes.count * 2 + 3)
     out.append(UInt8(ascii: "x"))
     out.append(UInt8(ascii: "'"))
@@ -178,15 +218,21 @@ func appendHexLiteral(_ bytes: [UInt8], to out: inout [UInt8]) {
     out.append(UInt8(ascii: "'"))
 }
 
+/// Appends `value` in decimal, without allocating (it runs for every INTEGER a dump writes).
 func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
     if value < 0 { out.append(UInt8(ascii: "-")) }
     var magnitude = value.magnitude
-    var digits: [UInt8] = []
+    var count = 1
+    var probe = magnitude
+    while probe >= 10 { probe /= 10; count += 1 }
+    let start = out.count
+    out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+    var i = start + count - 1
     repeat {
-        digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+        out[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
         magnitude /= 10
+        i -= 1
     } while magnitude > 0
-    out.append(contentsOf: digits.reversed())
 }
 
 /// 2^62, the largest power of two that is an INTEGER literal with room to spare.

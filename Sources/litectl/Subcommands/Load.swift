@@ -1,0 +1,126 @@
+// `litectl load DB INPUT`: a dump (SQL, CSV, JSON Lines, or a dump folder)
+// loaded into a database, all or nothing.
+import ArgumentParser
+import Foundation
+import LitectlCore
+
+struct Load: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load a dump (SQL script, CSV or JSON Lines file, or dump folder) into a database, all or nothing.",
+        discussion: """
+            The inverse of litectl dump. DB is made when it does not exist: built in a \
+            hidden temporary file beside it, fsynced and renamed into place only when \
+            everything loaded (a killed run's file is removed by the next load there). An \
+            existing DB is changed inside one BEGIN IMMEDIATE transaction. On any error \
+            nothing stays: the transaction rolls back, a new DB never appears, exit status \
+            2 and one line naming the file, the line and SQLite's message.
+
+            INPUT is a SQL script (- reads stdin), a .csv or .jsonl file of one table's rows \
+            (--table names the table; by default the file's name, as dump names the files), \
+            or a folder dump --format csv|jsonl wrote: its schema.sql, then every table's \
+            file, sqlite_sequence and the statistics tables last, then its triggers (held \
+            back so that none fires while rows load). --format says what INPUT is when its \
+            name does not (.csv, .jsonl, .ndjson; anything else is SQL).
+
+            A script runs statement by statement as the sqlite3 shell reads it (memory \
+            stays at one statement), with foreign-key enforcement off: its BEGIN, COMMIT \
+            and PRAGMA foreign_keys are skipped (one transaction holds everything), a plain \
+            ROLLBACK fails the load (a dump that stopped at a damaged table ends so), \
+            PRAGMA page_size, auto_vacuum and encoding take effect on a new or empty DB \
+            (before the transaction), PRAGMA journal_mode=... runs after the commit. The \
+            connection runs in defensive mode (no writable_schema: a sqlite3 .dump of \
+            virtual tables needs the sqlite3 shell), except that a statement writing a \
+            virtual table's shadow table runs without it, as litectl dump refills FTS and \
+            R*Tree indexes that way. sqlite3 shell commands are refused, but .bail.
+
+            CSV and JSON Lines values are typed as dump writes them (litectl dump --help, \
+            docs/dump.md); an unquoted CSV field that has none of the typed forms is TEXT, \
+            JSON true and false are 1 and 0. The column names come from the CSV header or \
+            the JSON keys (rowid sets the rowid). Rows loaded into sqlite_sequence replace \
+            the row of the same name. Triggers on the table fire.
+
+            Prints nothing on success; -v one line (statements, rows changed, files); \
+            --json one object (database, created, statements, rows_changed, files \
+            [{path, table, rows}]). Exit status: 0 loaded, 2 error (DB as it was).
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case sql, csv, jsonl
+    }
+
+    @Argument(help: ArgumentHelp("The database to load into (made when missing).", valueName: "db"))
+    var databasePath: String
+
+    @Argument(help: ArgumentHelp("A SQL script (- for stdin), a .csv or .jsonl file, or a dump folder.", valueName: "input"))
+    var input: String
+
+    @Option(help: ArgumentHelp("The table a CSV or JSON Lines file's rows go into (default: from the file name).", valueName: "name"))
+    var table: String?
+
+    @Option(help: "What INPUT is: sql, csv or jsonl (default: from its name).")
+    var format: Format?
+
+    @Flag(name: .shortAndLong, help: "Print what was loaded.")
+    var verbose = false
+
+    @Flag(help: "Print what was loaded as JSON.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+
+    func validate() throws {
+        if table != nil && (resolvedFormat == .sql || isFolder) {
+            throw ValidationError("--table applies to one CSV or JSON Lines file.")
+        }
+        if input == "-" && table == nil && resolvedFormat != .sql {
+            throw ValidationError("Rows on stdin need --table.")
+        }
+    }
+
+    var isFolder: Bool { input != "-" && DurableFolder.isFolder(input) }
+
+    var resolvedFormat: Format {
+        if let format { return format }
+        switch RowFileFormat.of(path: input) {
+        case .csv?: return .csv
+        case .jsonl?: return .jsonl
+        case nil: return .sql
+        }
+    }
+
+    func run() throws {
+        TemporaryFiles.installSignalCleanup()
+        let source: LoadInput
+        if isFolder {
+            source = .folder(input)
+        } else {
+            switch resolvedFormat {
+            case .sql: source = .script(input)
+            case .csv: source = .rows(path: input, format: .csv, table: table ?? RowFileDump.tableName(forFile: input))
+            case .jsonl: source = .rows(path: input, format: .jsonl, table: table ?? RowFileDump.tableName(forFile: input))
+            }
+        }
+        let summary: LoadSummary
+        do {
+            summary = try Loader.load(into: databasePath, from: source, busyTimeout: database.busyTimeout)
+        } catch {
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+        if json {
+            printOut(JSON.object([
+                ("database", .string(databasePath)),
+                ("created", .bool(summary.createdDatabase)),
+                ("statements", .integer(Int64(summary.statements))),
+                ("rows_changed", .integer(summary.rowsChanged)),
+                ("files", .array(summary.files.map { file in
+                    .object([("path", .string(file.path)), ("table", .string(file.table)), ("rows", .integer(file.rows))])
+                })),
+            ]).compact)
+        } else if verbose {
+            var line = "\(databasePath)\(summary.createdDatabase ? " (new)" : ""): \(summary.statements) statements, \(summary.rowsChanged) rows changed"
+            if !summary.files.isEmpty { line += ", \(summary.files.count) files" }
+            printOut(line)
+        }
+    }
+}
