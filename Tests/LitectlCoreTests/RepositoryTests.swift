@@ -31,6 +31,31 @@ final class RepositoryTests: XCTestCase {
     /// Many snapshots of a changing database (updates in place, inserts, deletes,
     /// a VACUUM, growth and shrinkage), small packs, forget and prune between
     /// them: every snapshot kept restores to exactly what was backed up.
+    /// Every page matches its id, yet the file is not what the snapshot
+    /// recorded (its SHA-256, or its logical hash): nothing is restored and
+    /// nothing is left beside the target.
+    func testRestoreRefusesAFileThatIsNotTheRecordedOne() throws {
+        let folder = try TemporaryFolder("repo")
+        let repository = try makeRepo(folder)
+        let db = folder.file("app.db")
+        try makeDatabase(db, "CREATE TABLE t(x TEXT); INSERT INTO t VALUES ('a'), (x'00ff'), (1.5), (NULL);")
+        let snapshot = try backup(db, repository).snapshot
+        var wrongHash = snapshot
+        wrongHash.logicalHash = String(repeating: "0", count: 64)
+        var wrongSHA = snapshot
+        wrongSHA.databaseSHA256 = String(repeating: "0", count: 64)
+        wrongSHA.logicalHash = wrongHash.logicalHash  // the SHA-256 is named first
+        for (doctored, message) in [(wrongHash, "logical hash differs"), (wrongSHA, "SHA-256 does not match")] {
+            let target = folder.file("restored.db")
+            XCTAssertThrowsError(try RepoRestore.run(RepoRestoreRequest(snapshot: doctored, target: target), repository: repository)) {
+                XCTAssertTrue("\($0)".contains(message), "\($0)")
+            }
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["app.db"])
+        }
+        _ = try RepoRestore.run(RepoRestoreRequest(snapshot: snapshot, target: folder.file("restored.db")), repository: repository)
+        XCTAssertEqual(try ContentHasher.hash(path: folder.file("restored.db")).digest, snapshot.logicalHash)
+    }
+
     func testSnapshotsThroughChangesForgetAndPruneRestoreExactly() throws {
         let folder = try TemporaryFolder("repo")
         setenv("LITECTL_PACK_SIZE", "65536", 1)

@@ -180,7 +180,7 @@ def restore():
             w = statistics.median(p["phases"][0]["end"] for p in ps)
             rest = statistics.median(p["exit"] - p["phases"][0]["end"] for p in ps)
             print(f"   {dict(RESTORES)[key]} phases (medians): pages fetched and written until {w:.2f} s, then {rest:.2f} s to exit "
-                  f"(SHA-256 then logical hash, beside the fsync{' and integrity_check' if 'full' in key else ''})")
+                  f"(the logical hash beside the fsync, SHA-256{' and integrity_check' if 'full' in key else ''})")
     print("   litectl restore checks every page against its id, then fsyncs the file and checks its SHA-256 and logical hash")
     print("   (the copy passed quick_check at backup time); --verify full also runs integrity_check on it.")
     print("   restic restore writes the file without fsync or a check of the result (--verify: reads it back and checks its chunks);")

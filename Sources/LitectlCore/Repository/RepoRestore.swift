@@ -62,15 +62,17 @@ public enum RepoRestore {
                                   into: file, progress: progress)
         }()
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
-        // The checks only read the file: the SHA-256 and then the logical hash
-        // on one thread; the fsync and the SQLite check, if any, on this one.
-        let ((digest, logical), facts) = try Concurrently.run({ () throws -> (StreamDigest, String) in
-            let digest = try FileStreams.digest(of: file.path)
-            guard digest.sha256 == snapshot.databaseSHA256 else { return (digest, "") }
-            return (digest, try ContentHasher.hash(path: file.path).digest)
-        }, { () throws -> CopyFacts? in
+        // The checks only read the file: the logical hash (on every core) on
+        // one thread; the fsync, the SHA-256 and the SQLite check, if any, on
+        // this one (the fsync waits on the disk, the SHA-256 is one core's).
+        // (A file too damaged to hash is named by its SHA-256 first.)
+        let (logical, (digest, facts)) = try Concurrently.run({ () -> Result<String, any Error> in
+            Result { try ContentHasher.hash(path: file.path).digest }
+        }, { () throws -> (StreamDigest, CopyFacts?) in
             try file.sync()
-            return level == .none ? nil : try BackupJob.inspect(file.path, verify: level)
+            let digest = try FileStreams.digest(of: file.path)
+            guard digest.sha256 == snapshot.databaseSHA256 else { return (digest, nil) }
+            return (digest, level == .none ? nil : try BackupJob.inspect(file.path, verify: level))
         })
         guard digest.sha256 == snapshot.databaseSHA256 else {
             throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match the snapshot's; nothing restored", path: request.target)
@@ -78,7 +80,7 @@ public enum RepoRestore {
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
         }
-        guard logical == snapshot.logicalHash else {
+        guard try logical.get() == snapshot.logicalHash else {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database's logical hash differs from the snapshot's; nothing restored", path: request.target)
         }
         if !targetExists {
