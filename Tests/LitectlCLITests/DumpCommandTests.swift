@@ -80,6 +80,137 @@ import TestSupport
         #expect(try folder.listing() == ["d.db"], "no file, no folder, no leftover")
     }
 
+    /// A hostile file can store more than one statement in sqlite_schema
+    /// (SQLite parses the first when it opens the file and ignores the rest):
+    /// the sqlite3 shell's .dump writes the rest verbatim (the oracle below),
+    /// so loading it would ATTACH (create) another file. litectl dump refuses
+    /// such a file, naming the object, and litectl load refuses ATTACH.
+    @Test func aStoredStatementWithATailIsRefusedAndLoadNeverAttaches() throws {
+        let folder = try TemporaryFolder("cli-dump-hostile")
+        let db = folder.file("h.db")
+        let elsewhere = folder.file("elsewhere.db")
+        try makeDatabase(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1); CREATE INDEX ix ON t(x);")
+        try sqlite3(["-batch", db], input: """
+            PRAGMA writable_schema=ON;
+            UPDATE sqlite_schema SET sql = 'CREATE TABLE t(x);ATTACH ''\(elsewhere)'' AS e' WHERE name = 't';
+            """)
+        #expect(try sqlite3Scalar(db, "SELECT count(*) FROM t") == "1", "SQLite opens the file")
+        let shellDump = try runProcess(sqlite3Binary, ["-batch", db, ".dump"])
+        #expect(shellDump.stdout.contains("CREATE TABLE t(x);ATTACH '\(elsewhere)' AS e;"))
+
+        for arguments in [["dump", db], ["dump", db, "--schema-only", "-o", folder.file("h.sql")],
+                          ["dump", db, "--format", "csv", "-o", folder.file("csv")]] {
+            let r = try runProcess(litectlBinary, arguments)
+            #expect(r.status == 2, "\(arguments)")
+            #expect(r.stderr == "litectl: \(db): the stored SQL of table \"t\" is not one statement (it holds more than one statement): not run; the file may be hostile\n",
+                    "\(r.stderr)")
+            #expect(!r.stdout.contains("ATTACH"))
+        }
+        // Into a new database and into an existing one: refused, nothing kept, no other file.
+        for target in [folder.file("new.db"), folder.file("old.db")] {
+            if target.hasSuffix("old.db") { try makeDatabase(target, "CREATE TABLE keep(k); INSERT INTO keep VALUES (7);") }
+            let load = try litectl("load", target, "-", input: shellDump.stdoutBytes)
+            #expect(load.status == 2)
+            #expect(load.stderr.contains("ATTACH and DETACH are not allowed"), "\(load.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: elsewhere))
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.file("new.db")))
+        #expect(try sqlite3Scalar(folder.file("old.db"), "SELECT group_concat(name) FROM sqlite_schema") == "keep")
+
+        // A tail that is only a comment or blanks is one statement; an open
+        // comment would swallow the rest of the script.
+        #expect(SchemaStatement.problem("CREATE TABLE a(x) -- note") == nil)
+        #expect(SchemaStatement.problem("CREATE TABLE a(x);  ") == nil)
+        #expect(SchemaStatement.problem("CREATE TRIGGER r AFTER INSERT ON a BEGIN SELECT 1; SELECT 2; END") == nil)
+        #expect(SchemaStatement.problem("CREATE TRIGGER r AFTER INSERT ON a BEGIN SELECT 1; END; DETACH x") != nil)
+        #expect(SchemaStatement.problem("CREATE TABLE a(x) /* open") != nil)
+        #expect(SchemaStatement.problem("CREATE TABLE a(';' ) ; VACUUM") != nil)
+    }
+
+    /// A load into an existing database runs with foreign keys off; a row it
+    /// orphans fails it, even when it also fixes an old orphan (the count of
+    /// foreign_key_check rows stays the same; the rows do not).
+    @Test func aLoadThatOrphansARowFailsEvenWhenItFixesAnother() throws {
+        let folder = try TemporaryFolder("cli-load-fk")
+        let db = folder.file("fk.db")
+        try makeDatabase(db, """
+            CREATE TABLE parent(id INTEGER PRIMARY KEY);
+            CREATE TABLE child(id INTEGER PRIMARY KEY, p REFERENCES parent(id));
+            INSERT INTO parent VALUES (1);
+            INSERT INTO child VALUES (1, 99), (2, 1);
+            """)
+        let before = try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check;")
+        #expect(before == "child|1|parent|0\n")
+        let fingerprint = try FileFingerprint(db)
+        let swap = try litectl("load", db, "-", input: Array("INSERT INTO parent VALUES (99);\nINSERT INTO child VALUES (3, 77);\n".utf8))
+        #expect(swap.status == 2)
+        #expect(swap.stderr == "litectl: \(db): the load would leave 1 row without a parent (foreign_key_check: \"child\" rowid 3 -> \"parent\"); nothing was loaded\n",
+                "\(swap.stderr)")
+        #expect(try FileFingerprint(db) == fingerprint)
+        #expect(try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check;") == before)
+
+        // Rows that orphan nothing new load, with the old orphan left as it was.
+        let fine = try litectl("load", db, "-", input: Array("INSERT INTO child VALUES (4, 1);\n".utf8))
+        #expect(fine.status == 0, "\(fine.stderr)")
+        #expect(try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check;") == before)
+        #expect(try sqlite3Scalar(db, "SELECT count(*) FROM child") == "3")
+    }
+
+    /// --force swaps out a dump's folder and removes the old one file by file:
+    /// a folder holding anything else (a subfolder, another file) is refused,
+    /// so nothing is lost and no hidden folder stays beside it.
+    @Test func forceReplacesOnlyADumpsFolder() throws {
+        let folder = try TemporaryFolder("cli-dump-force-folder")
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+        let out = folder.file("out")
+        #expect(try litectl("dump", db, "--format", "csv", "-o", out).status == 0)
+        #expect(try litectl("dump", db, "--format", "jsonl", "-o", out, "--force").status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["schema.sql", "t.jsonl"])
+        #expect(try folder.listing() == ["a.db", "out"], "the old folder is gone")
+
+        try FileManager.default.createDirectory(atPath: out + "/keep", withIntermediateDirectories: false)
+        try "mine".write(toFile: out + "/keep/notes", atomically: false, encoding: .utf8)
+        let refused = try litectl("dump", db, "--format", "csv", "-o", out, "--force")
+        #expect(refused.status == 2)
+        #expect(refused.stderr == "litectl: \(out): holds keep (not a plain file), which a dump does not write; not replaced (--force replaces only a dump's folder)\n",
+                "\(refused.stderr)")
+        #expect(try String(contentsOfFile: out + "/keep/notes", encoding: .utf8) == "mine")
+        try FileManager.default.removeItem(atPath: out + "/keep")
+        try "mine".write(toFile: out + "/notes.txt", atomically: false, encoding: .utf8)
+        let other = try litectl("dump", db, "--format", "csv", "-o", out, "--force")
+        #expect(other.status == 2 && other.stderr.contains("holds notes.txt, which a dump does not write"), "\(other.stderr)")
+        #expect(try folder.listing() == ["a.db", "out"], "no hidden folder left")
+    }
+
+    /// A table name may hold a newline: the dump's comment about its rowids
+    /// and the note on stderr keep it on one line (else the rest of the name
+    /// would be SQL in the script).
+    @Test func aNameWithANewlineStaysInItsComment() throws {
+        let folder = try TemporaryFolder("cli-dump-newline")
+        let db = folder.file("n.db")
+        try makeDatabase(db, "CREATE TABLE \"x\nDROP TABLE keep;--\"(rowid, _rowid_, oid); INSERT INTO \"x\nDROP TABLE keep;--\" VALUES (1, 2, 3); CREATE TABLE keep(k); INSERT INTO keep VALUES (1);")
+        let dump = try litectl("dump", db)
+        #expect(dump.status == 0)
+        #expect(dump.stderr.split(separator: "\n").count == 1, "\(dump.stderr)")
+        let comments = dump.stdout.split(separator: "\n").filter { $0.hasPrefix("-- The rowids of ") }
+        #expect(comments == ["-- The rowids of \"x DROP TABLE keep;--\" are not kept: its columns rowid, _rowid_ and oid hide them."])
+        // The oracle: the shell runs the script, and keep is still there with its row.
+        let shell = try runProcess(sqlite3Binary, ["-batch", "-bail", folder.file("copy.db")], input: dump.stdoutBytes)
+        #expect(shell.status == 0, "\(shell.stderr)")
+        #expect(try sqlite3Scalar(folder.file("copy.db"), "SELECT count(*) FROM keep") == "1")
+    }
+
+    /// A failed write on standard output names it (there is no path).
+    @Test func aFailedWriteOnStandardOutputNamesIt() throws {
+        let folder = try TemporaryFolder("cli-dump-full")
+        let db = folder.file("f.db")
+        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO t SELECT randomblob(100) FROM n;")
+        let r = try runProcess("/bin/sh", ["-c", "exec \"$0\" dump \"$1\" > /dev/full", litectlBinary, db])
+        #expect(r.status == 2)
+        #expect(r.stderr.hasPrefix("litectl: standard output: cannot write the dump: "), "\(r.stderr)")
+    }
+
     @Test func outputFilesAndFoldersNeverReplaceWithoutForce() throws {
         let folder = try TemporaryFolder("cli-dump-output")
         let db = folder.file("a.db")

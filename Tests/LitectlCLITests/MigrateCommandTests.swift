@@ -84,6 +84,27 @@ import TestSupport
         #expect(verbose.stdout.hasSuffix("\(db): version 4 → 3\n"))
     }
 
+    /// A file that arrives numbered below the version after later ones ran:
+    /// status says skipped (exit 1), migrate refuses with one line (exit 2).
+    @Test func aSkippedFileIsReportedAndRefused() throws {
+        let folder = try TemporaryFolder("cli-migrate-skipped")
+        let dir = try writeShopMigrations(folder)
+        let late = dir + "/0003_total_as_real.sql"
+        let held = try String(contentsOfFile: late, encoding: .utf8)
+        unlink(late)
+        let db = folder.file("shop.db")
+        try makeDatabase(db, "VACUUM;")
+        #expect(try litectl("migrate", db, dir, "--no-backup").status == 0)
+        try held.write(toFile: late, atomically: true, encoding: .utf8)
+        let status = try litectl("migrate", "status", db, dir)
+        #expect(status.status == 1)
+        #expect(status.stdout.contains("skipped") && status.stdout.contains("0003_total_as_real.sql"), "\(status.stdout)")
+        let run = try litectl("migrate", db, dir, "--no-backup")
+        #expect(run.status == 2)
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(run.stderr.hasPrefix("litectl: \(db): 0003_total_as_real.sql is numbered below the database's version 4 but never ran"), "\(run.stderr)")
+    }
+
     @Test func anEditedAppliedFileIsRefusedAndReported() throws {
         let folder = try TemporaryFolder("cli-migrate-edit")
         let dir = try writeShopMigrations(folder, count: 2)
@@ -147,23 +168,58 @@ import TestSupport
         }
         let data = try TemporaryFolder("cli-migrate-kill-data")
         let db = data.file("app.db")
-        var seen = Set<Int>()
-        for (round, delay) in [0.05, 0.3, 0.6, 1.0, 1.5, 2.5].enumerated() {
+        func version(_ connection: Connection) throws -> Int {
+            if case .integer(let v)? = try connection.scalar("PRAGMA user_version") { return Int(v) }
+            return -1
+        }
+        // The kill lands where the test holds it, not where a timer does. In
+        // rollback-journal mode the test's read transaction (a SHARED lock)
+        // lets the next migration write (its journal appears) but not commit:
+        // killed there, the file must be at the version the test read, its
+        // journal rolled back. In WAL mode the test's write transaction can
+        // only begin between two migrations: killed while it is held, the
+        // file must be at the version it read.
+        var held: [Int] = []
+        for (journal, atLeast) in [("delete", 0), ("delete", 1), ("delete", 2), ("wal", 1), ("wal", 3)] {
             unlink(db)
-            try makeDatabase(db, round % 2 == 0 ? "PRAGMA journal_mode=WAL;" : "PRAGMA journal_mode=DELETE;")
+            try makeDatabase(db, "PRAGMA journal_mode=\(journal);")
+            let holder = try Connection(path: db, mode: .readWrite, busyTimeout: 60_000)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: litectlBinary)
-            process.arguments = ["migrate", db, dir]
+            process.arguments = ["migrate", db, dir, "--busy-timeout", "60000"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delay * 1_000_000))
+            var at: Int
+            if journal == "delete" {
+                try holder.execute("BEGIN")
+                at = try version(holder)
+                try process.run()
+                while at < atLeast && process.isRunning {
+                    // Let the waiting commit through; the next read waits for it.
+                    try holder.execute("COMMIT")
+                    usleep(20_000)
+                    try holder.execute("BEGIN")
+                    at = try version(holder)
+                }
+                while process.isRunning && !FileManager.default.fileExists(atPath: db + "-journal") { usleep(1_000) }
+            } else {
+                try process.run()
+                while true {
+                    if (try? holder.execute("BEGIN IMMEDIATE")) == nil { usleep(1_000); continue }
+                    at = try version(holder)
+                    if at >= atLeast || !process.isRunning { break }
+                    try holder.execute("ROLLBACK")
+                    usleep(1_000)
+                }
+            }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            let version = Int(try sqlite3Scalar(db, "PRAGMA user_version"))!
-            seen.insert(version)
+            try holder.execute("ROLLBACK")
+            try holder.close()
+            held.append(at)
+            #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "\(at)", "\(journal): held at version \(at)")
             #expect(try sqlite3Scalar(db, "PRAGMA integrity_check") == "ok")
-            #expect(try userHash(db) == references[version], "killed after \(delay) s at version \(version)")
+            #expect(try userHash(db) == references[at], "\(journal): killed at version \(at)")
             // The next run finishes the chain and leaves no temporary file.
             let next = try litectl("migrate", db, dir)
             #expect(next.status == 0, "\(next.stderr)")
@@ -172,7 +228,9 @@ import TestSupport
             #expect(left.filter { $0.contains(".tmp-") }.isEmpty, "\(left)")
             for name in try data.listing() where name != "app.db" { unlink(data.file(name)) }
         }
-        #expect(!seen.isEmpty)
+        // The first round holds the lock before migrate starts: always killed
+        // inside the first migration, with nothing committed.
+        #expect(held.first == 0)
     }
 
     /// Readers in other processes (Python's sqlite3), each read in one

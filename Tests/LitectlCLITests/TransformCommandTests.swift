@@ -132,4 +132,29 @@ import TestSupport
         #expect(try FileFingerprint(db) == before)
         #expect(try folder.listing() == ["library.db"], "no file left beside the database")
     }
+
+    /// A hostile file can keep more than one statement in a stored text
+    /// (SQLite parses only the first when it opens the file): transform,
+    /// which re-runs stored text on its schema replica and on the file, refuses
+    /// it naming the object, changes nothing and attaches (creates) no file.
+    @Test func storedTextWithMoreThanOneStatementIsRefused() throws {
+        let folder = try TemporaryFolder("cli-transform-hostile")
+        let db = folder.file("h.db")
+        let elsewhere = folder.file("elsewhere.db")
+        try makeDatabase(db, "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 2); CREATE INDEX t_a ON t(a);")
+        try sqlite3(["-batch", db], input: """
+            PRAGMA writable_schema=ON;
+            UPDATE sqlite_schema SET sql = 'CREATE INDEX t_a ON t(a);ATTACH ''\(elsewhere)'' AS e' WHERE name = 't_a';
+            """)
+        #expect(try sqlite3Scalar(db, "PRAGMA integrity_check") == "ok", "SQLite opens the file")
+        let before = try FileFingerprint(db)
+        for extra in [[], ["--sql"]] {
+            let r = try runProcess(litectlBinary, ["transform", db, "t", "--drop", "b"] + extra)
+            #expect(r.status == 2)
+            #expect(r.stderr == "litectl: \(db): the stored SQL of index \"t_a\" is not one statement (it holds more than one statement): not run; the file may be hostile\n",
+                    "\(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: elsewhere))
+        #expect(try FileFingerprint(db) == before)
+    }
 }

@@ -99,4 +99,38 @@ import TestSupport
         #expect(try folder.listing() == ["small.db"])
         #expect(try sqlite3Scalar(folder.file("small.db"), "PRAGMA integrity_check") == "ok")
     }
+
+    /// --into --force over the database itself (by name, a hard link or a
+    /// symbolic link) would rename the copy over the live file; over a file
+    /// with a -wal or -journal beside it, SQLite would replay those onto the
+    /// copy. Both are refused with the file named, and nothing changes.
+    @Test func intoRefusesTheDatabaseItselfAndALeftoverJournal() throws {
+        let folder = try TemporaryFolder("cli-vacuum-into-self")
+        let db = folder.file("v.db")
+        try makeDatabase(db, script)
+        try FileManager.default.linkItem(atPath: db, toPath: folder.file("hard.db"))
+        try FileManager.default.createSymbolicLink(atPath: folder.file("soft.db"), withDestinationPath: db)
+        let before = try FileFingerprint(db)
+        for target in [db, folder.file("hard.db"), folder.file("soft.db")] {
+            let r = try litectl("vacuum", db, "--into", target, "--force")
+            #expect(r.status == 2 && r.stderr == "litectl: \(target): is the database being vacuumed; --into needs another file\n",
+                    "\(r.stderr)")
+        }
+        #expect(try FileFingerprint(db) == before)
+        #expect(try folder.listing().filter { $0.contains(".tmp-") }.isEmpty)
+
+        // An old database in WAL mode whose WAL was left behind (a copy taken mid-write).
+        let old = folder.file("old.db")
+        try makeDatabase(old, "PRAGMA journal_mode=WAL; CREATE TABLE gone(x); INSERT INTO gone VALUES (1);")
+        try Data("not really a WAL".utf8).write(to: URL(fileURLWithPath: old + "-wal"))
+        for suffix in ["-wal", "-journal"] {
+            if suffix == "-journal" {
+                try FileManager.default.moveItem(atPath: old + "-wal", toPath: old + "-journal")
+            }
+            let oldBytes = try FileFingerprint(old)
+            let r = try litectl("vacuum", db, "--into", old, "--force")
+            #expect(r.status == 2 && r.stderr.contains("\(old): old.db\(suffix) exists beside it"), "\(r.stderr)")
+            #expect(try FileFingerprint(old) == oldBytes)
+        }
+    }
 }

@@ -147,9 +147,59 @@ func hashWithoutLedger(_ path: String) throws -> String {
         try makeDatabase(db, "VACUUM;")
         var request = MigrateRequest(database: db, folder: dir)
         request.backup = false
-        #expect { try MigrationRunner.run(request) } throws: { "\($0)".contains("foreign_key_check finds 1 more row") }
+        #expect { try MigrationRunner.run(request) } throws: { "\($0)".contains("foreign_key_check finds 1 new row without a parent after the file (\"orders\" rowid ") }
         #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "2")
         #expect(try sqlite3Scalar(db, "SELECT count(*) FROM customers") == "3")
+    }
+
+    /// The check compares which rows have no parent, not how many: a file
+    /// that gives an old orphan its parent and orphans another row keeps the
+    /// count and still fails.
+    @Test func aFileThatFixesOneOrphanAndMakesAnotherIsRolledBack() throws {
+        let folder = try TemporaryFolder("migrate-orphan-swap")
+        let dir = try writeShopMigrations(folder, count: 2)
+        let db = folder.file("shop.db")
+        try makeDatabase(db, "VACUUM;")
+        var request = MigrateRequest(database: db, folder: dir)
+        request.backup = false
+        _ = try MigrationRunner.run(request)
+        try sqlite3(["-batch", db], input: "INSERT INTO orders (id, customer_id, total) VALUES (10, 99, '1');")
+        let orphans = try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check;")
+        #expect(orphans == "orders|10|customers|0\n")
+        try "INSERT INTO customers (id, name) VALUES (99, 'Zoe');\nDELETE FROM customers WHERE id = 3;\n"
+            .write(toFile: dir + "/0003_swap.sql", atomically: true, encoding: .utf8)
+        #expect { try MigrationRunner.run(request) } throws: {
+            "\($0)".contains("foreign_key_check finds 1 new row without a parent after the file (\"orders\" rowid 3 -> \"customers\")")
+        }
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "2")
+        #expect(try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check;") == orphans)
+    }
+
+    /// 0001, 0002 and 0004 applied, then a merged branch brings 0003: a run
+    /// from version 4 would pass over it for good, so status reports it as a
+    /// problem and migrate refuses to start, naming it. Files below every
+    /// recorded version (an adopted database) stay unrecorded, not skipped.
+    @Test func aFileNumberedBelowTheVersionThatNeverRanIsAProblem() throws {
+        let folder = try TemporaryFolder("migrate-skipped")
+        let dir = try writeShopMigrations(folder)
+        let late = dir + "/0003_total_as_real.sql"
+        let held = try String(contentsOfFile: late, encoding: .utf8)
+        unlink(late)
+        let db = folder.file("shop.db")
+        try makeDatabase(db, "VACUUM;")
+        var request = MigrateRequest(database: db, folder: dir)
+        request.backup = false
+        #expect(try MigrationRunner.run(request).applied.map(\.step.version) == [1, 2, 4])
+        try held.write(toFile: late, atomically: true, encoding: .utf8)
+
+        let status = try MigrationStatusReader.read(database: db, folder: dir)
+        #expect(status.entries.map(\.state) == [.applied, .applied, .skipped, .applied])
+        #expect(status.hasProblems)
+        let before = try FileFingerprint(db)
+        #expect { try MigrationRunner.run(request) } throws: {
+            "\($0)" == "\(db): 0003_total_as_real.sql is numbered below the database's version 4 but never ran (the ledger records later migrations, not it: it came after them, from a merge say); renumber it above 4"
+        }
+        #expect(try FileFingerprint(db).bytes == before.bytes)
     }
 
     @Test func editedFilesAreReportedAndRefusedUnlessAccepted() throws {

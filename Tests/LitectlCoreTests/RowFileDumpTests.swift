@@ -111,11 +111,12 @@ import TestSupport
         try makeDatabase(db, "CREATE TABLE t(a); INSERT INTO t VALUES (1), (2);")
         let out = folder.file("out")
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
-        try "keep".write(toFile: out + "/old.txt", atomically: false, encoding: .utf8)
+        // An earlier dump's file (--force replaces only a folder of those).
+        try "keep".write(toFile: out + "/old.csv", atomically: false, encoding: .utf8)
         #expect(throws: DatabaseError.self) {
             _ = try RowFileDump.write(path: db, options: DumpOptions(), format: .csv, output: out, replace: false)
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["old.txt"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["old.csv"])
         _ = try RowFileDump.write(path: db, options: DumpOptions(), format: .csv, output: out, replace: true)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["schema.sql", "t.csv"])
         #expect(try String(contentsOfFile: out + "/t.csv", encoding: .utf8) == "\"rowid\",\"a\"\r\n1,1\r\n2,2\r\n")

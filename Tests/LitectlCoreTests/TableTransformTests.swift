@@ -278,6 +278,75 @@ func expectSound(_ db: String, sourceLocation: SourceLocation = #_sourceLocation
         #expect(try FileFingerprint(db).bytes == before.bytes)
     }
 
+    /// Orphans are compared row by row: moving a foreign key from a column
+    /// whose row 1 is an orphan to one whose row 2 is keeps the count (1) but
+    /// orphans a new row, and is refused.
+    @Test func aTransformThatSwapsOneOrphanForAnotherIsRefused() throws {
+        try sqlite3(["-batch", db], input: """
+            CREATE TABLE parent_p (id INTEGER PRIMARY KEY);
+            INSERT INTO parent_p VALUES (1);
+            CREATE TABLE child_c (id INTEGER PRIMARY KEY, a INTEGER REFERENCES parent_p(id), b INTEGER);
+            INSERT INTO child_c VALUES (1, 99, 1), (2, 1, 77);
+            """)
+        #expect(try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check(child_c);") == "child_c|1|parent_p|0\n")
+        let before = try FileFingerprint(db)
+        #expect {
+            try transform("child_c", [.dropForeignKey(column: "a"), .addForeignKey(column: "b", table: "parent_p", parentColumn: "id")])
+        } throws: { error in
+            (error as? TransformRefusal)?.message.contains("the change would orphan 1 row (foreign_key_check: \"child_c\" rowid 2 -> \"parent_p\")") == true
+        }
+        #expect(try FileFingerprint(db).bytes == before.bytes)
+        // Moved where no row is orphaned, it goes through.
+        try sqlite3(["-batch", db], input: "UPDATE child_c SET b = 1 WHERE id = 2;")
+        _ = try transform("child_c", [.dropForeignKey(column: "a"), .addForeignKey(column: "b", table: "parent_p", parentColumn: "id")])
+        #expect(try sqlite3(["-batch", db], input: "PRAGMA foreign_key_check(child_c);").isEmpty)
+    }
+
+    /// A new INTEGER PRIMARY KEY becomes the rowid: when its values are not
+    /// the rows' rowids, the rows would get new ones, which is refused unless
+    /// --allow-conversion; when they are, nothing is lost and it goes through.
+    @Test func aNewIntegerPrimaryKeyThatRenumbersRowsIsRefused() throws {
+        try sqlite3(["-batch", db], input: """
+            CREATE TABLE codes (n INTEGER, label TEXT);
+            INSERT INTO codes (rowid, n, label) VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 3, 'c');
+            CREATE TABLE same (n INTEGER, label TEXT);
+            INSERT INTO same (rowid, n, label) VALUES (1, 1, 'a'), (5, 5, 'b');
+            """)
+        let before = try FileFingerprint(db)
+        #expect {
+            try transform("codes", [.primaryKey(columns: ["n"])])
+        } throws: { error in
+            (error as? TransformRefusal)?.message.contains("the new INTEGER PRIMARY KEY n would replace the rowids: 2 rows would get new rowids") == true
+        }
+        #expect(try FileFingerprint(db).bytes == before.bytes)
+        _ = try transform("codes", [.primaryKey(columns: ["n"])], allowConversion: true)
+        #expect(try sqlite3(["-batch", db], input: "SELECT rowid, n, label FROM codes ORDER BY rowid;") == "3|3|c\n10|10|a\n20|20|b\n")
+        _ = try transform("same", [.primaryKey(columns: ["n"])])
+        #expect(try sqlite3(["-batch", db], input: "SELECT rowid, label FROM same ORDER BY rowid;") == "1|a\n5|b\n")
+    }
+
+    /// Rows paired by key are compared bit for bit too: -0.0 stored into a
+    /// REAL column comes back as 0.0 (SQLite keeps an integral REAL as an
+    /// integer there), which SQL's IS calls the same value.
+    @Test func rowsPairedByKeyAreComparedBitForBit() throws {
+        try sqlite3(["-batch", db], input: """
+            CREATE TABLE signs (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+            INSERT INTO signs VALUES ('neg', -0.0), ('pos', 0.5);
+            """)
+        // The oracle: Python's sqlite3 sees the sign before the change.
+        let sign = try runProcess("/usr/bin/python3", ["-c", "import sqlite3, math, sys; print(math.copysign(1, sqlite3.connect(sys.argv[1]).execute(\"SELECT v FROM signs WHERE k = 'neg'\").fetchone()[0]))", db])
+        #expect(sign.stdout == "-1.0\n", "\(sign.stderr)")
+        let before = try FileFingerprint(db)
+        #expect {
+            try transform("signs", [.type(column: "v", type: "REAL")])
+        } throws: { error in
+            guard let refusal = error as? TransformRefusal else { return false }
+            return refusal.message.contains("stored values would change in v (1)")
+                && refusal.report.pairedRows == 2 && refusal.report.convertedColumns.first?.changedValues == 1
+        }
+        #expect(try FileFingerprint(db).bytes == before.bytes)
+    }
+
     @Test func statementsForTheShellMatchWhatTransformDoes() throws {
         let copy = try folder.copy(db, as: "copy.db")
         let changes: [TransformChange] = [.rename(column: "title", to: "name"), .type(column: "year", type: "INTEGER"),

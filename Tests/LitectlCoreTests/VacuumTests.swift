@@ -138,6 +138,40 @@ import TestSupport
         #expect { _ = try Vacuum.run(wrong) } throws: { "\($0)".contains("auto_vacuum is none: --incremental frees pages only with auto_vacuum=incremental") }
     }
 
+    /// A page size change in WAL mode is three steps; when the last (back to
+    /// WAL) fails because another connection holds the file, the VACUUM is
+    /// kept and the report says the database is now in DELETE mode.
+    @Test func aFailedReturnToWALIsReportedNotHidden() throws {
+        final class Reader: @unchecked Sendable { var connection: Connection? }
+        let folder = try TemporaryFolder("vacuum-wal-back")
+        let db = folder.file("v.db")
+        try makeFragmented(db, wal: true)
+        let hash = try contentHash(db)
+        let reader = Reader()
+        var request = VacuumRequest(path: db)
+        request.pageSize = 8192
+        request.busyTimeout = 50
+        request.beforeRestoringWAL = { path in
+            // A reader arrives between the VACUUM and the switch back: its
+            // shared lock keeps the header write of journal_mode=WAL out.
+            let connection = try! Connection(path: path, mode: .readOnly)
+            try! connection.execute("BEGIN")
+            _ = try! connection.scalar("SELECT count(*) FROM t")
+            reader.connection = connection
+        }
+        let report = try Vacuum.run(request)
+        try reader.connection?.execute("COMMIT")
+        try reader.connection?.close()
+        let reason = try #require(report.walNotRestored)
+        #expect(reason.contains("locked"), "\(reason)")
+        #expect(report.after.journalMode == "delete" && report.after.pageSize == 8192)
+        // The oracle: the sqlite3 shell sees the same.
+        #expect(try sqlite3Scalar(db, "PRAGMA journal_mode") == "delete")
+        #expect(try sqlite3Scalar(db, "PRAGMA page_size") == "8192")
+        #expect(try sqlite3Scalar(db, "PRAGMA integrity_check") == "ok")
+        #expect(try contentHash(db) == hash)
+    }
+
     @Test func notEnoughSpaceIsRefusedBeforeAnyWrite() throws {
         let folder = try TemporaryFolder("vacuum-space")
         let db = folder.file("v.db")

@@ -18,8 +18,8 @@ final class DumpFolder {
     private var committed = false
     let filePermissions: mode_t
 
-    /// Checks `finalPath` (a missing name, or an empty folder; any folder when
-    /// `replace`), removes what killed runs left beside it, and makes the
+    /// Checks `finalPath` (a missing name, or an empty folder; with `replace`,
+    /// a folder of a dump's files only), removes what killed runs left beside it, and makes the
     /// hidden folder.
     init(finalPath: String, replace: Bool) throws {
         var trimmed = finalPath
@@ -36,6 +36,11 @@ final class DumpFolder {
             }
             if !replace && !DumpFolder.isEmptyFolder(trimmed) {
                 throw DatabaseError(code: .cantopen, message: "exists and is not empty; not overwritten (--force replaces it)", path: finalPath)
+            }
+            if replace, let other = DumpFolder.firstForeignEntry(trimmed) {
+                throw DatabaseError(code: .cantopen,
+                                    message: "holds \(other.replacingNewlines()), which a dump does not write; not replaced (--force replaces only a dump's folder)",
+                                    path: finalPath)
             }
         }
         DumpFolder.removeStale(in: parent, stem: base)
@@ -128,6 +133,26 @@ final class DumpFolder {
             if name != "." && name != ".." { return false }
         }
         return true
+    }
+
+    /// The first entry of `path` that a dump does not write (anything but
+    /// plain files named schema.sql, *.csv or *.jsonl), nil when there is
+    /// none. --force replaces only such folders: the old one is removed file
+    /// by file afterwards, which a subfolder would stop (leaving it hidden
+    /// beside the new one for good), and a folder of other things (a home
+    /// folder named by mistake) is not the user's dump to throw away.
+    static func firstForeignEntry(_ path: String) -> String? {
+        guard let dir = opendir(path) else { return path }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = entryName(entry)
+            if name == "." || name == ".." { continue }
+            var info = stat()
+            let plainFile = lstat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+            if !plainFile { return "\(name) (not a plain file)" }
+            if name != "schema.sql" && RowFileFormat.of(path: name) == nil { return name }
+        }
+        return nil
     }
 
     private static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {

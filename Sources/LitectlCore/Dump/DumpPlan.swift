@@ -160,6 +160,11 @@ public struct DumpPlan: Sendable {
         var tables: [DumpTable] = []
         var indexes: [String] = [], views: [String] = [], triggers: [String] = []
         for object in objects {
+            // Only the first statement of a stored text is parsed when SQLite
+            // opens the file; a dump would replay the rest when it is loaded.
+            if let sql = object.sql {
+                try SchemaStatement.require(sql, object: "\(object.type) \(quoteIdentifier(object.name))", path: connection.path)
+            }
             switch object.type {
             case "table":
                 guard let table = detail[Array(object.name.utf8)] else { continue }

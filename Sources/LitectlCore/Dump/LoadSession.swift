@@ -4,6 +4,7 @@
 // everything loaded. The settings a new file takes before its first write
 // (page size, auto_vacuum, encoding) run before the transaction begins, and
 // a journal mode change after it commits (SQLite refuses both inside one).
+// Into an existing database, rows a load orphans (foreign_key_check) fail it.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,8 @@ final class LoadSession {
     /// CREATE TRIGGER statements held back until every row is in (a folder load).
     var deferredTriggers: [(sql: String, source: String, line: Int)] = []
     private let changesBefore: Int64
+    /// foreign_key_check of an existing database when the load began.
+    private var violationsBefore: ForeignKeyViolations?
     var statements = 0
 
     var createsDatabase: Bool { temporary != nil }
@@ -58,6 +61,14 @@ final class LoadSession {
         }
         // Rows arrive in dump order (children before parents, possibly).
         try connection.execute("PRAGMA foreign_keys=OFF")
+        // A script writes into this database and nowhere else: ATTACH would
+        // create or change another file (a hostile dump can carry one), so it
+        // is denied (the authorizer, with a clear message) and impossible (no
+        // attached database allowed). https://www.sqlite.org/c3ref/limit.html
+        sqlite3_limit(connection.rawHandle, SQLITE_LIMIT_ATTACHED, 0)
+        sqlite3_set_authorizer(connection.rawHandle, { _, action, _, _, _, _ in
+            action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK
+        }, nil)
         if case .integer(let pages)? = try connection.scalar("PRAGMA main.page_count") {
             startedEmpty = pages == 0
         } else {
@@ -74,6 +85,7 @@ final class LoadSession {
         guard !inTransaction else { return }
         try connection.execute("BEGIN IMMEDIATE")
         inTransaction = true
+        if !startedEmpty { violationsBefore = try ForeignKeyViolations.read(connection) }
     }
 
     /// Runs the held-back triggers, commits, applies the journal mode, and
@@ -86,6 +98,17 @@ final class LoadSession {
                 try connection.execute(trigger.sql)
             } catch let error as DatabaseError {
                 throw LoadError(source: trigger.source, line: trigger.line, message: error.message)
+            }
+        }
+        // Rows load with enforcement off (a dump may hold children before
+        // parents); into an existing database, a row the load leaves without
+        // its parent (that was not so before) fails the load.
+        if let violationsBefore {
+            let added = try ForeignKeyViolations.read(connection).added(since: violationsBefore)
+            if !added.isEmpty {
+                throw DatabaseError(code: .constraint,
+                                    message: "the load would leave \(added.count) row\(added.count == 1 ? "" : "s") without a parent (foreign_key_check: \(ForeignKeyViolations.describe(added))); nothing was loaded",
+                                    path: target)
             }
         }
         try connection.execute("COMMIT")

@@ -209,7 +209,8 @@ struct ScriptWriter {
                             preamble: ((Row) throws -> [UInt8])? = nil) throws {
         if table.rowidUnnamed {
             summary.rowidsNotKept.append(table.name)
-            emit("-- The rowids of \(quoteIdentifier(table.name)) are not kept: its columns rowid, _rowid_ and oid hide them.")
+            // A name may hold a newline: on one line, or the rest of it would be SQL.
+            emit("-- The rowids of \(quoteIdentifier(table.name).replacingNewlines()) are not kept: its columns rowid, _rowid_ and oid hide them.")
         }
         var prefix = Array("INSERT INTO \(quoteIdentifier(table.name))".utf8)
         if table.rowidAlias != nil || table.hasGeneratedColumns {
@@ -257,8 +258,9 @@ struct ScriptWriter {
 }
 
 extension String {
-    /// The string on one line: CR and LF as spaces (for `--` comments).
-    func replacingNewlines() -> String {
+    /// The string on one line: CR and LF as spaces (for `--` comments and
+    /// messages on one line).
+    public func replacingNewlines() -> String {
         String(unicodeScalars.map { $0 == "\n" || $0 == "\r" ? " " : Character($0) })
     }
 }

@@ -23,6 +23,8 @@ enum ScriptLoader {
     ///   index that way) runs with defensive mode off for that statement only;
     ///   everything else runs with it on (no writable_schema, no sqlite_dbpage).
     /// - With `deferTriggers`, CREATE TRIGGER waits until the session finishes.
+    /// - ATTACH and DETACH are refused (LoadSession denies them): a script
+    ///   changes its target and no other file.
     /// - sqlite3 shell commands: `.bail` is skipped (a load always stops at the
     ///   first error); any other is an error (a load runs SQL only).
     static func run(path: String, session: LoadSession, deferTriggers: Bool = false) throws {
@@ -101,6 +103,9 @@ enum ScriptLoader {
                     }
                     guard rc == SQLITE_OK else {
                         if message == "incomplete input" { message = "incomplete SQL at the end of the script" }
+                        if rc == SQLITE_AUTH {
+                            message = "ATTACH and DETACH are not allowed: a load writes into its target database only (\(message))"
+                        }
                         if let table = readOnlyTable(message), ["sqlite_master", "sqlite_schema"].contains(table.lowercased()) {
                             message += " (a sqlite3 .dump of virtual tables writes sqlite_schema with PRAGMA writable_schema, which load never allows: load that script with the sqlite3 shell, or make the dump with litectl dump)"
                         }

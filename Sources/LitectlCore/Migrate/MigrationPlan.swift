@@ -35,7 +35,8 @@ public struct MigrationPlan: Sendable {
     /// Works out the steps from `current` to `target` (default: the newest
     /// migration). Errors, before anything runs: a target that is not 0 or
     /// a migration's version, a database newer than every migration when no
-    /// target is given, and a down step without its `.down.sql`.
+    /// target is given, a file numbered below the version that never ran
+    /// (`skipped`), and a down step without its `.down.sql`.
     public init(migrations: [Migration], current: Int64, target requested: Int64?,
                 ledger: [Int64: LedgerEntry], path: String) throws {
         func fail(_ message: String) -> DatabaseError { DatabaseError(code: .misuse, message: message, path: path) }
@@ -51,6 +52,9 @@ public struct MigrationPlan: Sendable {
                 throw fail("the database is at version \(current), newer than the newest migration (\(newest)); give --to to go down")
             }
             target = newest
+        }
+        if let skipped = MigrationPlan.skipped(migrations, current: current, ledger: ledger).first {
+            throw fail("\(skipped.up.name) is numbered below the database's version \(current) but never ran (the ledger records later migrations, not it: it came after them, from a merge say); renumber it above \(current)")
         }
         currentVersion = current
         targetVersion = target
@@ -83,6 +87,18 @@ public struct MigrationPlan: Sendable {
                   Array(entry.sha256.utf8) != Array(migration.up.sha256.utf8) else { return nil }
             return EditedMigration(version: migration.version, file: migration.up.name, recordedSHA256: entry.sha256,
                                    currentSHA256: migration.up.sha256, upFile: migration.up)
+        }
+    }
+
+    /// Migrations at or below the database's version that the ledger never
+    /// recorded although it recorded a later one: added after later files ran
+    /// (0005 applied, then a merged branch brings 0004), so a run from the
+    /// version would pass over them. Files below every recorded version are
+    /// not counted: they ran before litectl kept its ledger (an adopted database).
+    static func skipped(_ migrations: [Migration], current: Int64, ledger: [Int64: LedgerEntry]) -> [Migration] {
+        migrations.filter { migration in
+            migration.version <= current && ledger[migration.version] == nil
+                && ledger.keys.contains { $0 > migration.version }
         }
     }
 }

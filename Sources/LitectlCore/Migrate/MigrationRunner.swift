@@ -238,7 +238,7 @@ public enum MigrationRunner {
             guard version == step.fromVersion else {
                 throw fail("the database went to version \(version) while this run was at work (another migrate?)")
             }
-            let problemsBefore = try? foreignKeyProblems(connection)
+            let problemsBefore = try? ForeignKeyViolations.read(connection)
             do {
                 try MigrationScript.run(step.file, on: connection)
             } catch var error as MigrationError {
@@ -252,14 +252,16 @@ public enum MigrationRunner {
             case .down: try MigrationLedger.remove(connection, version: step.version)
             }
 
-            let problemsAfter: [(table: String, rows: Int64)]
-            do { problemsAfter = try foreignKeyProblems(connection) } catch let error as DatabaseError {
+            let problemsAfter: ForeignKeyViolations
+            do { problemsAfter = try ForeignKeyViolations.read(connection) } catch let error as DatabaseError {
                 throw fail("foreign_key_check fails after the file: \(error.message)")
             }
-            let added = problemsAfter.reduce(0) { $0 + $1.rows } - (problemsBefore?.reduce(0) { $0 + $1.rows } ?? 0)
-            if problemsBefore != nil && added > 0 {
-                let where_ = problemsAfter.map { "\($0.table): \($0.rows)" }.joined(separator: ", ")
-                throw fail("foreign_key_check finds \(added) more row\(added == 1 ? "" : "s") without a parent after the file (\(where_))")
+            // Which rows, not how many: a file that fixes one orphan and makes another fails.
+            if let problemsBefore {
+                let added = problemsAfter.added(since: problemsBefore)
+                if !added.isEmpty {
+                    throw fail("foreign_key_check finds \(added.count) new row\(added.count == 1 ? "" : "s") without a parent after the file (\(ForeignKeyViolations.describe(added)))")
+                }
             }
             let check = try connection.rows("PRAGMA quick_check(20)").map { row -> String in
                 if case .text(let bytes) = row.first { return String(decoding: bytes, as: UTF8.self) }
@@ -283,15 +285,5 @@ public enum MigrationRunner {
     static func userVersion(_ connection: Connection) throws -> Int64 {
         if case .integer(let v)? = try connection.scalar("PRAGMA user_version") { return v }
         return 0
-    }
-
-    /// Rows foreign_key_check reports, per table (https://www.sqlite.org/pragma.html#pragma_foreign_key_check).
-    static func foreignKeyProblems(_ connection: Connection) throws -> [(table: String, rows: Int64)] {
-        try connection.rows("SELECT \"table\", count(*) FROM pragma_foreign_key_check GROUP BY 1 ORDER BY 1").map { row in
-            var name = ""
-            if case .text(let bytes) = row[0] { name = String(decoding: bytes, as: UTF8.self) }
-            if case .integer(let n) = row[1] { return (name, n) }
-            return (name, 0)
-        }
     }
 }

@@ -1,7 +1,8 @@
 // `litectl migrate status`: each migration of a folder beside what the
 // database says of it (its user_version and litectl's ledger): applied,
-// pending, or a problem: an applied file edited since it ran, or a recorded
-// migration whose file is gone. The database is only read.
+// pending, or a problem: an applied file edited since it ran, a recorded
+// migration whose file is gone, or a file numbered below the version that
+// never ran (skipped). The database is only read.
 
 public struct MigrationStatusEntry: Sendable {
     public enum State: String, Sendable {
@@ -12,6 +13,10 @@ public struct MigrationStatusEntry: Sendable {
         case unrecorded
         /// Applied, but the file's SHA-256 is not the one recorded when it ran.
         case edited
+        /// At or below the database's version, never recorded, while the
+        /// ledger records a later migration: added after later files ran (a
+        /// merge), so no run would apply it.
+        case skipped
         /// Above the database's version.
         case pending
         /// Recorded in the ledger, but no file of that version is in the folder.
@@ -27,7 +32,7 @@ public struct MigrationStatusEntry: Sendable {
     public var recordedSHA256: String?
     public var fileSHA256: String?
 
-    public var isProblem: Bool { state == .edited || state == .missing }
+    public var isProblem: Bool { state == .edited || state == .missing || state == .skipped }
 }
 
 public struct MigrationStatusReport: Sendable {
@@ -67,6 +72,8 @@ public enum MigrationStatusReader {
                 entry.recordedSHA256 = recorded?.sha256
                 if let recorded {
                     entry.state = Array(recorded.sha256.utf8) == Array(migration.up.sha256.utf8) ? .applied : .edited
+                } else if ledger.keys.contains(where: { $0 > migration.version }) {
+                    entry.state = .skipped
                 } else {
                     entry.state = .unrecorded
                 }

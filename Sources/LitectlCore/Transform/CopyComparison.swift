@@ -3,7 +3,8 @@
 // integer, the REAL's bits, or the TEXT or BLOB bytes), counting per column
 // the values that changed and each storage-class change. Rows paired by rowid
 // are compared in one merge pass over both tables in rowid order (two table
-// scans, no seeks); rows paired by a primary key, by a join.
+// scans, no seeks); rows paired by a primary key, by a join whose pairs are
+// compared the same way.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,45 +61,48 @@ struct CopyComparison {
     /// Two values of one storage class, exactly.
     @inline(__always)
     static func sameValue(_ a: Row, _ b: Row, _ column: Int, _ storage: StorageClass) -> Bool {
+        sameValue(a, column, b, column, storage)
+    }
+
+    /// Column `i` of `a` and column `j` of `b`, of one storage class, exactly.
+    @inline(__always)
+    static func sameValue(_ a: Row, _ i: Int, _ b: Row, _ j: Int, _ storage: StorageClass) -> Bool {
         switch storage {
         case .null: return true
-        case .integer: return a.int64(at: column) == b.int64(at: column)
-        case .real: return a.double(at: column).bitPattern == b.double(at: column).bitPattern
+        case .integer: return a.int64(at: i) == b.int64(at: j)
+        case .real: return a.double(at: i).bitPattern == b.double(at: j).bitPattern
         case .text, .blob:
-            let x = a.bytes(at: column), y = b.bytes(at: column)
+            let x = a.bytes(at: i), y = b.bytes(at: j)
             guard x.count == y.count else { return false }
             return x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0
         }
     }
 
     /// The tables joined on the primary key columns (by the new table's
-    /// collations); values compared without affinity or collation
-    /// (`+a IS +b COLLATE BINARY`, and the same typeof), so a REAL compares
-    /// by value here, not by its bits.
+    /// collations and affinities: that is how the copy matched them), each
+    /// pair's values read out as stored and compared here exactly, as
+    /// `byRowid` does (the storage class, then the integer, the REAL's bits,
+    /// the bytes): SQL's `IS` would call -0.0 and 0.0 the same value. Rows
+    /// whose key is NULL pair with none (`=`): they are counted as unmatched,
+    /// which the caller reports and refuses.
     static func byKey(_ connection: Connection, old: String, new: String, key: [String],
                       columns: [String]) throws -> CopyComparison {
         let join = key.map { "n.\(quoteIdentifier($0)) = o.\(quoteIdentifier($0))" }.joined(separator: " AND ")
-        func differs(_ column: String) -> String {
-            let o = "o.\(quoteIdentifier(column))", n = "n.\(quoteIdentifier(column))"
-            return "(typeof(\(o)) <> typeof(\(n)) OR NOT (+\(o) IS +\(n) COLLATE BINARY))"
-        }
-        var select = "SELECT count(*)"
-        for column in columns { select += ", coalesce(sum(\(differs(column))), 0)" }
-        select += " FROM \(quoteIdentifier(old)) AS o JOIN \(quoteIdentifier(new)) AS n ON \(join)"
-        let row = try connection.rows(select).first ?? []
-        func int(_ value: Value?) -> Int64 { if case .integer(let v) = value { return v } else { return 0 } }
+        let list = columns.flatMap { ["o.\(quoteIdentifier($0))", "n.\(quoteIdentifier($0))"] }
+        let statement = try connection.prepare("""
+            SELECT \(list.isEmpty ? "NULL" : list.joined(separator: ", "))
+            FROM \(quoteIdentifier(old)) AS o JOIN \(quoteIdentifier(new)) AS n ON \(join)
+            """)
         var result = CopyComparison(columns: columns.count)
-        result.pairedRows = int(row.first)
-        for (i, column) in columns.enumerated() {
-            result.changed[i] = int(row[i + 1])
-            guard result.changed[i] > 0 else { continue }
-            let statement = try connection.prepare("""
-                SELECT typeof(o.\(quoteIdentifier(column))), typeof(n.\(quoteIdentifier(column))), count(*)
-                FROM \(quoteIdentifier(old)) AS o JOIN \(quoteIdentifier(new)) AS n ON \(join) WHERE \(differs(column)) GROUP BY 1, 2
-                """)
-            try statement.forEachRow { r in
-                result.transitions[i][Transition(from: storageClass(named: r.string(at: 0)),
-                                                 to: storageClass(named: r.string(at: 1))), default: 0] += r.int64(at: 2)
+        try statement.forEachRow { row in
+            result.pairedRows += 1
+            for i in 0..<columns.count {
+                let a = 2 * i, b = 2 * i + 1
+                let ta = row.storageClass(at: a), tb = row.storageClass(at: b)
+                if ta != tb || !sameValue(row, a, row, b, ta) {
+                    result.changed[i] += 1
+                    result.transitions[i][Transition(from: ta, to: tb), default: 0] += 1
+                }
             }
         }
         return result

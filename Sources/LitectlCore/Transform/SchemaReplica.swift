@@ -2,6 +2,9 @@
 // trigger, no rows. `transform` runs each change on it first, so that an index,
 // view or trigger the change would break is found before the user's file is
 // touched, and `--sql` can show the statements without writing anything.
+// Each stored text must be exactly one statement (SchemaStatement), and the
+// replica can attach no file.
+import CSQLite
 
 enum SchemaReplica {
     /// A new in-memory database holding the schema objects of `connection`'s
@@ -18,10 +21,18 @@ enum SchemaReplica {
             WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid
             """)
         try replica.execute("PRAGMA legacy_alter_table=OFF")
+        // The replica runs stored text: it may touch no other file.
+        sqlite3_limit(replica.rawHandle, SQLITE_LIMIT_ATTACHED, 0)
         for object in objects {
             guard case .text(let nameBytes) = object[1], case .text(let sqlBytes) = object[2] else { continue }
             if shadows.contains(nameBytes.map(asciiLower)) { continue }
             let sql = String(decoding: sqlBytes, as: UTF8.self)
+            // SQLite parsed only the first statement of the text when it opened
+            // the file; a hostile file may hide more after it (ATTACH, say).
+            var type = ""
+            if case .text(let typeBytes) = object[0] { type = String(decoding: typeBytes, as: UTF8.self) }
+            try SchemaStatement.require(sql, object: "\(type) \(quoteIdentifier(String(decoding: nameBytes, as: UTF8.self)))",
+                                        path: connection.path)
             do {
                 try replica.execute(sql)
             } catch let error as DatabaseError {

@@ -137,9 +137,21 @@ public enum TableTransformer {
         }
 
         let checked = plan.foreignKeyTables
-        report.foreignKeyViolationsBefore = try foreignKeyViolations(connection, checked.before)
+        // The transformed table's keys may be renumbered (--add-fk, --drop-fk)
+        // or renamed: its rows are told apart by rowid and parent.
+        let violationsBefore = try ForeignKeyViolations.read(connection, tables: checked.before, ignoringKeyOf: [plan.table])
+        report.foreignKeyViolationsBefore = Int64(violationsBefore.count)
         // Renames first: the columns below go by their new names.
         for sql in plan.renames { try run(sql) }
+        if let key = plan.rowidsReplacedBy, !request.allowConversion {
+            // The rowids are replaced by the key's values: rows whose rowid is
+            // not their key lose it (anything that stored it, FTS content_rowid
+            // say, no longer finds them).
+            let moved = try connection.scalar("SELECT count(*) FROM \(quoteIdentifier(plan.table)) WHERE rowid IS NOT \(quoteIdentifier(key))")
+            if case .integer(let n)? = moved, n > 0 {
+                throw refuse("the new INTEGER PRIMARY KEY \(key) would replace the rowids: \(n) row\(n == 1 ? "" : "s") would get \(n == 1 ? "a new rowid" : "new rowids"); nothing was changed (--allow-conversion accepts it)")
+            }
+        }
         for column in plan.newNotNull {
             let nulls = try connection.scalar("SELECT count(*) FROM \(quoteIdentifier(plan.table)) WHERE \(quoteIdentifier(column)) IS NULL")
             if case .integer(let n) = nulls, n > 0 {
@@ -170,6 +182,8 @@ public enum TableTransformer {
         try run(plan.drop)
         for sql in plan.swap { try run(sql) }
         for sql in plan.recreate {
+            // Text the replica stored (one statement); checked again before it runs on the file.
+            try SchemaStatement.require(sql, object: "an index or trigger of \(quoteIdentifier(plan.table))", path: path)
             do { try connection.execute(sql) } catch let error as DatabaseError where error.code.primary == .constraint {
                 throw refuse("cannot recreate an index on \(plan.table): \(error.message)")
             }
@@ -179,14 +193,17 @@ public enum TableTransformer {
             report.notes.append("kept the \(kept.statistics.count) sqlite_stat1 row\(kept.statistics.count == 1 ? "" : "s") of \(plan.table) and its indexes (litectl analyze refreshes them)")
         }
 
+        let violationsAfter: ForeignKeyViolations
         do {
-            report.foreignKeyViolationsAfter = try foreignKeyViolations(connection, checked.after)
+            violationsAfter = try ForeignKeyViolations.read(connection, tables: checked.after, ignoringKeyOf: [plan.table])
         } catch let error as DatabaseError {
             throw refuse("foreign keys would no longer match \(plan.table): \(error.message)")
         }
-        if report.foreignKeyViolationsAfter > report.foreignKeyViolationsBefore {
-            let added = report.foreignKeyViolationsAfter - report.foreignKeyViolationsBefore
-            throw refuse("the change would orphan \(added) row\(added == 1 ? "" : "s") (foreign_key_check); nothing was changed")
+        report.foreignKeyViolationsAfter = Int64(violationsAfter.count)
+        // Which rows, not how many: fixing one orphan does not pay for another.
+        let added = violationsAfter.added(since: violationsBefore)
+        if !added.isEmpty {
+            throw refuse("the change would orphan \(added.count) row\(added.count == 1 ? "" : "s") (foreign_key_check: \(ForeignKeyViolations.describe(added))); nothing was changed")
         }
         let problems = try connection.rows("PRAGMA quick_check(\(quoteIdentifier(plan.table)))")
         let lines = problems.compactMap { row -> String? in if case .text(let b) = row.first { return String(decoding: b, as: UTF8.self) } else { return nil } }

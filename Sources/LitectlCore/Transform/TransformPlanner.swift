@@ -27,6 +27,9 @@ struct TransformPlan {
     var drop = ""
     var swap: [String] = []
     var recreate: [String] = []
+    /// The new INTEGER PRIMARY KEY whose values become the rowids (the old
+    /// rowids are dropped), when the change makes one.
+    var rowidsReplacedBy: String?
     /// Indexes whose sqlite_stat1 rows stay valid: the CREATE INDEX indexes
     /// recreated, and automatic (UNIQUE, PRIMARY KEY) indexes that keep their
     /// name and their key columns.
@@ -192,6 +195,7 @@ enum TransformPlanner {
                 plan.pairing = .rowid(rowidName)
             } else if let newAlias {
                 plan.pairing = .primaryKey([newAlias])
+                plan.rowidsReplacedBy = newAlias
                 plan.notes.append("rowids now come from the new INTEGER PRIMARY KEY \(newAlias)")
             }
         } else if !newTable.primaryKey.isEmpty {

@@ -41,6 +41,9 @@ public struct VacuumRequest: Sendable {
     public var busyTimeout = Connection.defaultBusyTimeout
     /// The free bytes of a folder's file system (tests stand in a small disk).
     var freeSpace: @Sendable (String) -> Int64? = { DiskSpace.available(at: $0) }
+    /// Called between an in-place VACUUM that left WAL and the switch back
+    /// (tests hold a lock there, as another connection can).
+    var beforeRestoringWAL: (@Sendable (String) -> Void)? = nil
 
     public init(path: String) { self.path = path }
 }
@@ -95,6 +98,10 @@ public struct VacuumReport: Sendable {
     /// those with fresh rowids; VACUUM INTO keeps them). Rows that refer to
     /// such rowids (an FTS5 table with content_rowid=rowid, say) would drift.
     public var rowidsMayChange: [String] = []
+    /// Why an in-place page size change of a WAL database could not switch
+    /// back to WAL after its VACUUM (nil when it did, or had not to): the
+    /// VACUUM is kept and the database is left in DELETE journal mode.
+    public var walNotRestored: String?
 
     /// Bytes given back: the file (and its -wal) before, less after.
     public var reclaimedBytes: Int64 {
@@ -218,7 +225,20 @@ public enum Vacuum {
                 if wal && pageSizeChanges { try? connection.execute("PRAGMA main.journal_mode=WAL") }
                 throw error
             }
-            if wal && pageSizeChanges { try connection.execute("PRAGMA main.journal_mode=WAL") }
+            if wal && pageSizeChanges {
+                request.beforeRestoringWAL?(request.path)
+                // The VACUUM is done and kept: a failure to come back to WAL
+                // (another connection holding a lock, say) is reported, not thrown.
+                do {
+                    var mode = ""
+                    if case .text(let bytes)? = try connection.scalar("PRAGMA main.journal_mode=WAL") {
+                        mode = String(decoding: bytes, as: UTF8.self).lowercased()
+                    }
+                    if mode != "wal" { report.walNotRestored = "SQLite kept journal mode \(mode)" }
+                } catch let error as DatabaseError {
+                    report.walNotRestored = error.message
+                }
+            }
         }
         if report.before.journalMode == "wal" {
             // The VACUUM went into the WAL: checkpoint it, so the file itself shrinks.
@@ -238,6 +258,7 @@ public enum Vacuum {
         if DurableFolder.exists(output) && !request.replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (--force replaces it)", path: output)
         }
+        try requireSeparateOutput(output, database: request.path)
         let source = try Connection(path: request.path, mode: .readOnly, busyTimeout: request.busyTimeout)
         defer { try? source.close() }
         let before = try source.readTransaction { try FileState.read(source, path: request.path) }
@@ -283,6 +304,24 @@ public enum Vacuum {
         } catch {
             file.discard()
             throw error
+        }
+    }
+
+    /// Refuses an output that is the database itself (the same file, by
+    /// device and inode, so also through a hard or symbolic link: renaming the
+    /// copy over it would swap the file under the database's other
+    /// connections), or that has a -wal or -journal beside it: SQLite would
+    /// replay that old WAL, or roll back that hot journal, onto the new file
+    /// the first time it is opened. See https://www.sqlite.org/tempfiles.html
+    static func requireSeparateOutput(_ output: String, database: String) throws {
+        var a = stat(), b = stat()
+        if stat(output, &a) == 0, stat(database, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+            throw DatabaseError(code: .cantopen, message: "is the database being vacuumed; --into needs another file", path: output)
+        }
+        for suffix in ["-wal", "-journal"] where DurableFolder.exists(output + suffix) {
+            throw DatabaseError(code: .cantopen,
+                                message: "\(DurableFolder.baseName(of: output))\(suffix) exists beside it (SQLite would apply it to the new file); remove it or choose another file",
+                                path: output)
         }
     }
 

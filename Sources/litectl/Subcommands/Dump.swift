@@ -40,7 +40,8 @@ struct Dump: ParsableCommand {
             %, control characters and a leading dot as %XX. The folder is written as a \
             hidden temporary folder beside it, every file fsynced, then renamed into place \
             (an existing non-empty folder only with --force, swapped out atomically where \
-            the file system allows); after SIGKILL the hidden folder stays until the next \
+            the file system allows; --force replaces only a folder of a dump's files: \
+            schema.sql, *.csv, *.jsonl); after SIGKILL the hidden folder stays until the next \
             dump there.
 
             --output FILE writes the SQL script to a hidden temporary file, fsynced and \
@@ -50,7 +51,10 @@ struct Dump: ParsableCommand {
             When a table cannot be read to its end (a damaged database) the dump stops: \
             exit status 2 and one line naming the table and the row, the script on stdout \
             ends with ROLLBACK (so loading it changes nothing), and with --output nothing \
-            is written. litectl recover salvages what can be read.
+            is written. litectl recover salvages what can be read. A text stored in \
+            sqlite_schema that is more than one statement (SQLite reads only the first when \
+            it opens a file; a hostile file can hide ATTACH or more after it) stops the dump \
+            before anything is written, exit status 2, naming the object.
 
             -v prints what was written (tables, rows, files) when --output is given; \
             --json prints it as one object (output, format, tables [{name, rows, file}], \
@@ -114,7 +118,9 @@ struct Dump: ParsableCommand {
                     let sink = FileDescriptorSink()
                     summary = try SQLDump.write(path: databasePath, options: options, to: sink, busyTimeout: database.busyTimeout)
                     if let failure = sink.failure {
-                        throw DatabaseError(code: .ioerr, message: "cannot write the dump: \(String(cString: strerror(failure)))")
+                        throw DatabaseError(code: failure == ENOSPC ? .full : .ioerr,
+                                            message: "cannot write the dump: \(String(cString: strerror(failure)))",
+                                            path: "standard output")
                     }
                 }
             case .csv, .jsonl:
@@ -142,7 +148,7 @@ struct Dump: ParsableCommand {
             printOut("\(summary.tables.count) tables, \(summary.rows) rows -> \(output ?? "")")
         }
         for name in summary.rowidsNotKept {
-            printError("\(databasePath): note: the rowids of \(name) are not kept (its columns rowid, _rowid_ and oid hide them)")
+            printError("\(databasePath): note: the rowids of \(name.replacingNewlines()) are not kept (its columns rowid, _rowid_ and oid hide them)")
         }
     }
 }

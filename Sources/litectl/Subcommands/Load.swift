@@ -31,7 +31,14 @@ struct Load: ParsableCommand {
             connection runs in defensive mode (no writable_schema: a sqlite3 .dump of \
             virtual tables needs the sqlite3 shell), except that a statement writing a \
             virtual table's shadow table runs without it, as litectl dump refills FTS and \
-            R*Tree indexes that way. sqlite3 shell commands are refused, but .bail.
+            R*Tree indexes that way. ATTACH and DETACH are refused (a load writes DB and \
+            no other file). sqlite3 shell commands are refused, but .bail.
+
+            Into an existing, non-empty DB, foreign_key_check runs before the commit: a \
+            row the load leaves without its parent (one that foreign_key_check did not \
+            report before the load; rows are told apart by table, rowid, parent and key) \
+            fails the load with those rows named (exit 2, nothing loaded). Orphans that \
+            were there before are left as they were.
 
             CSV and JSON Lines values are typed as dump writes them (litectl dump --help, \
             docs/dump.md); an unquoted CSV field that has none of the typed forms is TEXT, \

@@ -35,8 +35,9 @@ struct MigrateApply: ParsableCommand {
             (as SQLite's 12-step table rebuild needs), statement by statement; the same \
             transaction sets user_version and records the file in litectl's table \
             _litectl_migrations (version, file, sha256, applied_at). Before COMMIT, \
-            foreign_key_check must find no more rows without a parent than before the \
-            file and quick_check must pass. A file that fails, or that has BEGIN, COMMIT, \
+            foreign_key_check must find no row without a parent that it did not find \
+            before the file (rows told apart by table, rowid, parent and key columns) and \
+            quick_check must pass. A file that fails, or that has BEGIN, COMMIT, \
             END or ROLLBACK in it, is rolled back: the database stays at the previous \
             version, the files before it stay applied, and one line on stderr names the \
             file, the statement (number and line) and the cause; exit status 2.
@@ -48,8 +49,11 @@ struct MigrateApply: ParsableCommand {
 
             An applied file whose SHA-256 differs from the one recorded when it ran was \
             edited afterwards: the run refuses to start (exit status 1) unless \
-            --accept-edited, which records the new checksum. `litectl migrate status` \
-            lists applied and pending files.
+            --accept-edited, which records the new checksum. A file numbered at or below \
+            the database's version that never ran while a later one did (0005 applied, then \
+            a merged branch brings 0004) would be passed over: the run refuses to start \
+            (exit status 2, naming the file) until it is renumbered above the version. \
+            `litectl migrate status` lists applied, pending and skipped files.
 
             --dry-run changes nothing: it copies the database to a temporary file \
             (backup API, in $TMPDIR), runs the chain on the copy with every check, and \

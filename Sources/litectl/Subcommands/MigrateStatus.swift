@@ -7,13 +7,16 @@ import LitectlCore
 struct MigrateStatus: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "List the migrations of DIR: applied, pending, edited since they ran, or missing.",
+        abstract: "List the migrations of DIR: applied, pending, edited since they ran, skipped, or missing.",
         discussion: """
             One line per migration: version, state and file. States: applied (at or below \
             the database's user_version, and the file's SHA-256 is the one recorded in \
             _litectl_migrations when it ran), unrecorded (applied, but no checksum was \
             recorded: before litectl kept its ledger, or by another tool), edited (applied, \
-            and the file changed since), pending (above the database's version), missing \
+            and the file changed since), skipped (at or below the database's version, never \
+            ran, while the ledger records a later migration: a file added after later ones \
+            ran, from a merge say; migrate refuses to run until it is renumbered above the \
+            version), pending (above the database's version), missing \
             (recorded as applied, but no file of that version is in DIR). A first line \
             gives the database's version and the newest migration. The database is only \
             read.
@@ -21,7 +24,7 @@ struct MigrateStatus: ParsableCommand {
             --json prints one JSON object: path, folder, version, newest, pending, \
             entries [{version, file, state, down, applied_at, recorded_sha256, \
             file_sha256}]. Exit status: 0 when nothing is wrong (pending files are not \
-            a problem), 1 when a file is edited or missing or the database is newer than \
+            a problem), 1 when a file is edited, skipped or missing or the database is newer than \
             every migration, 2 error.
             """)
 

@@ -12,7 +12,9 @@ struct Transform: ParsableCommand {
             in one BEGIN IMMEDIATE transaction with foreign keys off: renames first \
             (ALTER TABLE ... RENAME COLUMN, which also rewrites indexes, triggers and \
             views), then CREATE TABLE with the new definition, INSERT ... SELECT of every \
-            row (rowids kept, unless a new INTEGER PRIMARY KEY gives them), DROP TABLE, \
+            row (rowids kept, unless a new INTEGER PRIMARY KEY gives them: when its values \
+            are not the rowids, rows would get new rowids, which is refused unless \
+            --allow-conversion), DROP TABLE, \
             ALTER TABLE ... RENAME, and the table's indexes and triggers created again; \
             views are kept and must still compile. Every other part of the CREATE \
             TABLE statement (CHECK constraints, other columns, comments inside them) is \
@@ -29,8 +31,9 @@ struct Transform: ParsableCommand {
             its affinity is copied as stored: SQLite converts nothing.) A change of \
             stored values (type affinity or STRICT coercion) is reported per column and \
             refused unless --allow-conversion. foreign_key_check of the table and of the tables that \
-            refer to it must find no more problems than before, and quick_check of the \
-            new table must pass; otherwise nothing is changed.
+            refer to it must find no row that it did not find before (rows told apart by \
+            table, rowid and parent: fixing one orphan does not pay for another), and \
+            quick_check of the new table must pass; otherwise nothing is changed.
 
             A column may be named by its old or its new (--rename) name. --type takes a \
             type name (INTEGER, VARCHAR(20)). --default takes SQL as written after \

@@ -22,13 +22,18 @@ struct Vacuum: ParsableCommand {
             --into FILE writes a compacted copy instead and leaves DB untouched (read-only, \
             one snapshot): VACUUM INTO a hidden temporary file beside FILE, which is \
             fsynced and renamed (VACUUM INTO alone writes under the final name and never \
-            syncs); an existing FILE is replaced only with --force; on an error or signal \
+            syncs); an existing FILE is replaced only with --force, never when it is DB \
+            itself (also through a link) or has a FILE-wal or FILE-journal beside it (SQLite \
+            would apply it to the new file): those are refused (exit 2); on an error or signal \
             the temporary file goes, after SIGKILL the next run into that folder removes \
             it. The copy keeps DB's journal mode.
 
             --page-size N (512 to 65536, a power of two) and --auto-vacuum \
             none|full|incremental change settings that take a VACUUM to apply (a page size \
-            change in WAL mode leaves WAL for the VACUUM and comes back). --incremental N \
+            change in WAL mode leaves WAL for the VACUUM and comes back; when coming back \
+            fails, the VACUUM is kept, the database is in DELETE mode, a warning says so and \
+            the exit status is 1; a run killed between the steps leaves it in DELETE mode, \
+            with the old or the new page size as the VACUUM's journal decides). --incremental N \
             runs PRAGMA incremental_vacuum(N) instead (0: every free page), which needs \
             auto_vacuum=incremental.
 
@@ -46,10 +51,10 @@ struct Vacuum: ParsableCommand {
             Prints, before and after: file size (and WAL), page size, pages, free pages, \
             auto_vacuum, and the space given back. -q prints nothing on success (for \
             cron); --json prints one object (path, mode, into, before, after, \
-            reclaimed_bytes, checkpoint_complete, rowids_may_change, seconds; a dry run: path, dry_run, \
+            reclaimed_bytes, checkpoint_complete, rowids_may_change, wal_not_restored, seconds; a dry run: path, dry_run, \
             before, freelist_bytes, unused_bytes, pointer_map_pages, min_reclaim_bytes, \
             max_reclaim_bytes, space [{folder, needed, available, enough, for}]). Exit \
-            status: 0 done, 2 error (including not enough space).
+            status: 0 done, 1 done but left in DELETE mode, 2 error (including not enough space).
             """)
 
     @Argument(help: ArgumentHelp("Database file.", valueName: "db"))
@@ -116,6 +121,15 @@ struct Vacuum: ParsableCommand {
             printError(describe(error))
             throw ExitStatus.error
         }
+        show(report)
+        if let reason = report.walNotRestored {
+            // Said even with -q: applications that count on WAL now block readers behind writers.
+            printError("\(databasePath): warning: the VACUUM is done, but the database is now in DELETE journal mode: switching back to WAL failed (\(reason.replacingNewlines())); run PRAGMA journal_mode=WAL on it")
+            throw ExitStatus.findings
+        }
+    }
+
+    func show(_ report: VacuumReport) {
         if json {
             printOut(JSON.object([
                 ("path", .string(databasePath)),
@@ -126,6 +140,7 @@ struct Vacuum: ParsableCommand {
                 ("reclaimed_bytes", .integer(report.reclaimedBytes)),
                 ("checkpoint_complete", .bool(report.checkpointComplete)),
                 ("rowids_may_change", .array(report.rowidsMayChange.map { .string($0) })),
+                ("wal_not_restored", .optional(report.walNotRestored) { .string($0) }),
                 ("seconds", .number((report.seconds * 1000).rounded() / 1000)),
             ]).compact)
             return
