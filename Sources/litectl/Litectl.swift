@@ -21,6 +21,6 @@ struct Litectl: ParsableCommand {
         version: LitectlVersion.string,
         subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,
                       Repo.self, Snapshots.self, Forget.self, Prune.self, Unlock.self,
-                      Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Demo.self]
+                      Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Recover.self, Demo.self]
     )
 }
