@@ -81,7 +81,6 @@ final class DamagedFile {
         if headerRead {
             header = DamagedFile.parseHeader(first)
         }
-        self.header = header
 
         // The -wal beside it, when it exists (SQLite reads one whatever the header says).
         var overlay: WALOverlay?
@@ -95,6 +94,16 @@ final class DamagedFile {
                 if overlay == nil { walNote = "the -wal holds no committed frames this reader can use; it was ignored" }
             }
         }
+
+        // A committed page 1 in the -wal holds the newer header.
+        if let overlay, let offset = overlay.frames[1] {
+            var newer = [UInt8](repeating: 0, count: 100)
+            if WALOverlay.preadAll(walFD, &newer, offset) {
+                let parsed = DamagedFile.parseHeader(newer)
+                if parsed.valid { header = parsed }
+            }
+        }
+        self.header = header
 
         // The page size: the header's when its pages bear it out, else found from the pages.
         let shape = PageShape()
@@ -146,7 +155,7 @@ final class DamagedFile {
         }
         var count = filePages
         // SQLite believes the header's page count when the change counter vouches for it.
-        if header.valid && header.pageCountField > 0 && header.changeCounter == header.versionValidFor {
+        if header.valid && header.pageCountField > 0 && header.changeCounter == header.versionValidFor && overlay == nil {
             if header.pageCountField > filePages {
                 fileNotes.append("the file is truncated: the header says \(header.pageCountField) pages, the file holds \(filePages)")
             } else {

@@ -246,6 +246,7 @@ final class RecoveryRun {
         var reason: String?
         if !record.isComplete {
             reason = payload.problem ?? "part of the row's bytes are lost"
+            walker.noteDamage(cell.page, "cell \(cell.index): \(reason ?? "")")
         } else if record.count > table.storedFieldCount {
             reason = "more fields than the table has columns"
         } else {
@@ -345,6 +346,10 @@ final class RecoveryRun {
     // MARK: Report
 
     func makeReport() -> RecoveryReport {
+        for table in tables.values.sorted(by: { $0.id < $1.id }) where table.alteredRows > 0 {
+            problems.append("\(table.alteredRows) rows of \(table.name) read a default (added by ALTER TABLE ADD COLUMN) that "
+                            + "their column's type does not allow (integrity_check reports them): written as the type makes them")
+        }
         let unclaimed = owners.unclaimed().count
         var results: [RecoveryReport.TableResult] = []
         for table in tables.values {
@@ -353,7 +358,7 @@ final class RecoveryRun {
                                  pagesAttached: table.pagesAttached, generic: table.generic, damaged: table.damaged))
         }
         results.sort { sqlNameKey($0.name).lexicographicallyPrecedes(sqlNameKey($1.name)) }
-        let damaged = walker.damage.keys.sorted()
+        let damaged = walker.damage.keys.sorted().map { RecoveryReport.DamagedPage(page: $0, problem: walker.damage[$0] ?? "") }
         let sound = damaged.isEmpty && problems.isEmpty && !schemaDamaged && unreadableCells == 0 && lost.rows == 0
             && failures.isEmpty && unclaimed == 0 && orphanPages == 0 && unaccountedPages == 0
             && !tables.values.contains { $0.damaged }

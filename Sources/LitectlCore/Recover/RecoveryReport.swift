@@ -42,8 +42,14 @@ public struct RecoveryReport: Sendable {
     public var tables: [TableResult]
     public var lostAndFoundTable: String?
     public var lostAndFoundRows: Int
+    /// A page found damaged, and what was wrong with it.
+    public struct DamagedPage: Sendable {
+        public var page: UInt32
+        public var problem: String
+    }
+
     /// Pages found damaged (unreadable, malformed, or in the wrong place), in order.
-    public var damagedPages: [UInt32]
+    public var damagedPages: [DamagedPage]
     /// Cells that could not be read as a record at all.
     public var unreadableCells: Int
     /// B-tree pages no b-tree reached (not counting the freelist's).
@@ -92,7 +98,7 @@ public struct RecoveryReport: Sendable {
                     ("damaged", .bool(table.damaged)),
                 ])
             })),
-            ("damaged_pages", .array(damagedPages.map { .integer(Int64($0)) })),
+            ("damaged_pages", .array(damagedPages.map { .object([("page", .integer(Int64($0.page))), ("problem", .string($0.problem))]) })),
             ("unreadable_cells", .integer(Int64(unreadableCells))),
             ("orphan_pages", .integer(Int64(orphanPages))),
             ("unaccounted_pages", .integer(Int64(unaccountedPages))),
@@ -118,8 +124,9 @@ public struct RecoveryReport: Sendable {
         lines.append("damaged: \(rowsRecovered) rows recovered into \(output)")
         for problem in problems { lines.append("  \(problem)") }
         if !damagedPages.isEmpty {
-            let shown = damagedPages.prefix(20).map(String.init).joined(separator: ", ")
-            lines.append("  damaged pages (\(damagedPages.count)): \(shown)\(damagedPages.count > 20 ? ", ..." : "")")
+            lines.append("  \(damagedPages.count) damaged pages:")
+            for damaged in damagedPages.prefix(10) { lines.append("    page \(damaged.page): \(damaged.problem)") }
+            if damagedPages.count > 10 { lines.append("    ... (--json lists them all)") }
         }
         if schemaDamaged { lines.append("  the schema (sqlite_schema) is damaged: tables it no longer names get generic tables (recovered_root_N)") }
         if orphanPages > 0 { lines.append("  \(orphanPages) pages no b-tree reached any more were read") }

@@ -44,7 +44,9 @@ struct SalvagePage {
             for i in 0..<header.cellCount {
                 if let cell = try? page.cell(i) { cells.append((i, cell)) } else { bad += 1 }
             }
-            if bad == 0 && (header.cellCount > 0 || page.isLeaf) {
+            // An interior page of no cells but a right child is what
+            // SQLite leaves on page 1 when the child's content cannot move up.
+            if bad == 0 && (header.cellCount > 0 || page.isLeaf || header.rightChild != 0) {
                 return SalvagePage(page: page, number: number, type: ownType, sound: true, cells: cells, badCells: 0, problem: nil)
             }
             if bad < header.cellCount {

@@ -55,6 +55,12 @@ final class SalvageTable {
     var pagesAttached = 0
     /// Damage met walking its b-tree (and rows that could not be copied).
     var damaged = false
+    /// Rows that read, for a column ALTER TABLE ADD COLUMN added after they
+    /// were written, a default their column's type does not allow (the
+    /// source's integrity_check reports them): written as the type makes them.
+    var alteredRows = 0
+    /// Per column: whether its short-record value survives being written.
+    private var defaultSurvives: [Int: Bool] = [:]
     /// Rowid ranges of subtrees its walk could not reach: (low, high], nil unbounded.
     var lostRanges: [(low: Int64?, high: Int64?)] = []
 
@@ -197,6 +203,7 @@ final class SalvageTable {
     /// end the run (a full disk); a constraint is `.refused`.
     func insert(_ record: SalvagedRecord, rowid: Int64) throws -> InsertOutcome {
         let handle = statement.handle
+        var altered = false
         if rowidParameter > 0 { sqlite3_bind_int64(handle, rowidParameter, rowid) }
         for (cid, column) in columns.enumerated() {
             let parameter = parameters[cid]
@@ -211,10 +218,36 @@ final class SalvageTable {
             } else {
                 // A record written before ADD COLUMN: the value SQLite reads for it.
                 let value = (try? defaults.value(cid, declaredType: column.declaredType, defaultSQL: column.defaultSQL)) ?? .null
+                if value != .null && !survives(cid, value) { altered = true }
                 bindOwned(handle, parameter, value)
             }
         }
-        return try step(handle)
+        let outcome = try step(handle)
+        if case .inserted = outcome, altered { alteredRows += 1 }
+        return outcome
+    }
+
+    /// True when `value`, written to column `cid`, reads back the same (its
+    /// type's affinity or STRICT check leaves it as it is), tried once per
+    /// column in a temporary table of the same type.
+    private func survives(_ cid: Int, _ value: Value) -> Bool {
+        if let known = defaultSurvives[cid] { return known }
+        let db = statement.connection
+        let column = columns[cid]
+        let type = strict ? column.declaredType : quoteIdentifier(column.declaredType)
+        var result = false
+        do {
+            try db.execute("CREATE TEMP TABLE litectl_probe(x \(column.declaredType.isEmpty ? "" : type))\(strict ? " STRICT" : "")")
+            defer { try? db.execute("DROP TABLE temp.litectl_probe") }
+            let insert = try db.prepare("INSERT INTO temp.litectl_probe(x) VALUES (?1)")
+            try insert.bind([value])
+            try insert.step()
+            result = try db.scalar("SELECT x FROM temp.litectl_probe") == value
+        } catch {
+            result = false
+        }
+        defaultSurvives[cid] = result
+        return result
     }
 
     /// Finalizes the INSERT (before the database closes).
@@ -247,8 +280,20 @@ func bindRaw(_ handle: OpaquePointer, _ index: Int32, _ cell: Cell, encoding: Te
         case .utf16be: encodingCode = UInt8(SQLITE_UTF16BE)
         }
         if let base = bytes.baseAddress, bytes.count > 0 {
-            sqlite3_bind_text64(handle, index, base.assumingMemoryBound(to: CChar.self), sqlite3_uint64(bytes.count),
-                                litectl_transient(), encodingCode)
+            if encoding != .utf8 && bytes.count >= 2 && (bytes[0] == 0xFE && bytes[1] == 0xFF || bytes[0] == 0xFF && bytes[1] == 0xFE) {
+                // SQLite takes a leading byte-order mark of bound UTF-16 text
+                // as a mark (and drops it): one of the database's order goes
+                // first, so that the text's own first character is kept.
+                let mark: [UInt8] = encoding == .utf16be ? [0xFE, 0xFF] : [0xFF, 0xFE]
+                let marked = mark + Array(bytes)
+                marked.withUnsafeBytes { raw in
+                    _ = sqlite3_bind_text64(handle, index, raw.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                            sqlite3_uint64(raw.count), litectl_transient(), encodingCode)
+                }
+            } else {
+                sqlite3_bind_text64(handle, index, base.assumingMemoryBound(to: CChar.self), sqlite3_uint64(bytes.count),
+                                    litectl_transient(), encodingCode)
+            }
         } else {
             sqlite3_bind_text64(handle, index, "", 0, litectl_transient(), encodingCode)
         }

@@ -125,10 +125,8 @@ final class TreeSalvage {
             if let key { previous = key }
         }
         children.append((page.page.rightChild, table ? previous : nil, table ? high : nil, nil))
-        let inRange = children.allSatisfy { $0.page >= 2 && $0.page <= file.pageCount && !file.isReserved($0.page) }
-        if !page.sound || !ordered || !inRange || depth + 1 >= TreeSalvage.maxDepth {
-            let problem = page.problem ?? (!ordered ? "keys out of order" : !inRange ? "a child pointer outside the file"
-                                           : "the b-tree is deeper than \(TreeSalvage.maxDepth) levels")
+        if !page.sound || !ordered || depth + 1 >= TreeSalvage.maxDepth {
+            let problem = page.problem ?? (!ordered ? "keys out of order" : "the b-tree is deeper than \(TreeSalvage.maxDepth) levels")
             noteDamage(number, problem)
             outcome.damagedPages += 1
             for child in children where child.page >= 2 && child.page <= file.pageCount && owners.role(child.page) == .none {
@@ -144,8 +142,14 @@ final class TreeSalvage {
             }
             return
         }
+        // A sound page: its children are followed, but for those outside
+        // the file (a truncated file), whose subtrees are lost.
+        var outside = 0
         for child in children {
-            if owners.claim(child.page, as: .tree, owner: tree) {
+            if child.page < 2 || child.page > file.pageCount || file.isReserved(child.page) {
+                outside += 1
+                outcome.lostRanges.append((child.low, child.high))
+            } else if owners.claim(child.page, as: .tree, owner: tree) {
                 try visit(child.page, depth: depth + 1, low: child.low, high: child.high, tree: tree, table: table,
                           owners: &owners, outcome: &outcome, body)
             } else {
@@ -158,6 +162,10 @@ final class TreeSalvage {
                 try body(SalvageCell(page: number, index: item.index, cell: item.cell, bytes: UnsafeRawPointer(copy),
                                      trust: .sound), &owners)
             }
+        }
+        if outside > 0 {
+            noteDamage(number, "\(outside) child pointers outside the file")
+            outcome.damagedPages += 1
         }
     }
 
