@@ -124,7 +124,7 @@ public struct RecoveryReport: Sendable {
         lines.append("damaged: \(rowsRecovered) rows recovered into \(output)")
         for problem in problems { lines.append("  \(problem)") }
         if !damagedPages.isEmpty {
-            lines.append("  \(damagedPages.count) damaged pages:")
+            lines.append("  damaged pages (\(damagedPages.count)):")
             for damaged in damagedPages.prefix(10) { lines.append("    page \(damaged.page): \(damaged.problem)") }
             if damagedPages.count > 10 { lines.append("    ... (--json lists them all)") }
         }
