@@ -106,6 +106,60 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(try folder.listing(), ["text.db"], "no OUT, no temporary file")
     }
 
+    /// A table whose CHECK fails with an error rather than a constraint
+    /// (load_extension, which the new database does not allow): the run goes
+    /// on, and the rows are kept, value for value, in lost_and_found.
+    func testRowsATableCannotTakeGoToLostAndFound() throws {
+        let folder = try TemporaryFolder("recover")
+        let source = folder.file("check.db")
+        try makeDatabase(source, """
+            CREATE TABLE t(a INTEGER, b TEXT);
+            INSERT INTO t VALUES (1, 'one'), (2, x'00ff'), (3, NULL);
+            PRAGMA writable_schema = ON;
+            UPDATE sqlite_schema SET sql = 'CREATE TABLE t(a INTEGER CHECK (load_extension(a) IS NULL), b TEXT)' WHERE name = 't';
+            """)
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
+        let context = report.lines.joined(separator: "\n")
+        XCTAssertEqual(report.exitCode, 1, context)
+        XCTAssertEqual(report.tables.first { $0.name == "t" }?.lostAndFoundRows, 3, context)
+        XCTAssertEqual(report.lostAndFoundRows, 3, context)
+        XCTAssertEqual(try integrityCheck(out), "ok")
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT count(*) FROM t"), "0")
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT count(*) FROM lost_and_found WHERE reason LIKE 'refused by the new schema: %'"), "3")
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT group_concat(id || ':' || quote(c0) || ':' || quote(c1), ' ') FROM (SELECT * FROM lost_and_found ORDER BY id)"),
+                       "1:1:'one' 2:2:X'00FF' 3:3:NULL")
+    }
+
+    /// A row wider than a table can be (here 1995 columns on a page no
+    /// b-tree reaches) keeps its first SalvagedRecord.maxColumns values in
+    /// lost_and_found rather than ending the run.
+    func testAWideRowOnAnOrphanPageKeepsItsFirstColumns() throws {
+        let folder = try TemporaryFolder("recover")
+        let source = folder.file("wide.db")
+        let width = 1995
+        let columns = (0..<width).map { "c\($0)" }.joined(separator: ", ")
+        let values = (0..<width).map { String($0 * 3) }.joined(separator: ", ")
+        try makeDatabase(source, """
+            CREATE TABLE keep(x);
+            INSERT INTO keep VALUES ('kept');
+            CREATE TABLE wide(\(columns));
+            INSERT INTO wide VALUES (\(values));
+            PRAGMA writable_schema = ON;
+            DELETE FROM sqlite_schema WHERE name = 'wide';
+            """)
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
+        let context = report.lines.joined(separator: "\n")
+        XCTAssertEqual(report.exitCode, 1, context)
+        XCTAssertEqual(report.lostAndFoundRows, 1, context)
+        XCTAssertEqual(try integrityCheck(out), "ok")
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT x FROM keep"), "kept")
+        let last = SalvagedRecord.maxColumns - 1
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT nfield || ' ' || c0 || ' ' || c1 || ' ' || c\(last) FROM lost_and_found"),
+                       "\(width) 0 3 \(last * 3)")
+    }
+
     // MARK: Damage
 
     /// One way of damaging a copy, with the pages it damages.

@@ -38,8 +38,9 @@ final class LostAndFound {
             name = candidate
         }
         guard let name else { return }
-        if record.count > width || statement == nil {
-            while width < record.count {
+        let kept = min(record.count, SalvagedRecord.maxColumns)
+        if kept > width || statement == nil {
+            while width < kept {
                 try db.execute("ALTER TABLE main.\(quoteIdentifier(name)) ADD COLUMN c\(width)")
                 width += 1
             }
@@ -56,7 +57,7 @@ final class LostAndFound {
         sqlite3_bind_int64(handle, 4, Int64(record.count))
         if let rowid { sqlite3_bind_int64(handle, 5, rowid) }
         bindOwned(handle, 6, .text(reason))
-        for f in 0..<record.count {
+        for f in 0..<kept {
             if let cell = record.cell(f) { bindRaw(handle, Int32(7 + f), cell, encoding: database.settings.encoding) }
         }
         try statement.step()

@@ -177,6 +177,9 @@ final class RecoveryRun {
             let table = try SalvageTable(db: out.db, id: nextTree, name: name, root: entry.root, encoding: file.encoding)
             nextTree += 1
             tables[table.id] = table
+            if let why = table.unwritable {
+                problems.append("rows cannot be written to table \(name) (\(why)): they are kept in lost_and_found")
+            }
             if entry.root < 2 || entry.root > file.pageCount || !roots.insert(entry.root).inserted {
                 problems.append("table \(entry.name) has root page \(entry.root), \(entry.root < 2 || entry.root > file.pageCount ? "outside the file" : "which another table has too"): its rows cannot be found from it")
                 table.damaged = true

@@ -151,7 +151,7 @@ extension RecoveryRun {
                 freelistRowsIgnored += rows
                 return
             }
-            if isTable && schemaDamaged {
+            if isTable && schemaDamaged && widest <= SalvagedRecord.maxColumns {
                 target = try genericTable(top: top, width: max(widest, 1))
             } else if !isTable && !schemaDamaged && !tables.values.contains(where: { $0.withoutRowid && $0.damaged }) {
                 // Pages of a damaged index: indexes are made again from their tables.

@@ -37,7 +37,10 @@ final class SalvageTable {
     let rowidName: String?
     /// A table made for pages whose schema is lost (columns c0, c1, ...).
     let generic: Bool
-    private var statement: Statement!
+    private var statement: Statement?
+    private let connection: Connection
+    /// Why rows cannot be written to this table, when they cannot.
+    private(set) var unwritable: String?
     /// Parameter of each column in the INSERT (0: not written: generated columns).
     private let parameters: [Int32]
     private let rowidParameter: Int32
@@ -145,8 +148,17 @@ final class SalvageTable {
         self.rowidParameter = rowidParameter
         let list = names.joined(separator: ", ")
         let values = (1..<next).map { "?\($0)" }.joined(separator: ", ")
-        statement = try db.prepare("INSERT INTO main.\(quoteIdentifier(name))(\(list)) VALUES (\(values))")
+        connection = db
         defaults = ColumnDefaults(encoding: encoding, strict: strict)
+        do {
+            statement = try db.prepare("INSERT INTO main.\(quoteIdentifier(name))(\(list)) VALUES (\(values))")
+        } catch {
+            // A table whose INSERT does not compile (a CHECK or generated
+            // column calling a function this SQLite lacks, or one that
+            // trusted_schema=OFF forbids): its rows go to lost_and_found.
+            statement = nil
+            unwritable = (error as? DatabaseError)?.message ?? "\(error)"
+        }
     }
 
     // MARK: Matching
@@ -202,6 +214,7 @@ final class SalvageTable {
     /// Inserts `record` (complete) with `rowid`. Throws only on errors that
     /// end the run (a full disk); a constraint is `.refused`.
     func insert(_ record: SalvagedRecord, rowid: Int64) throws -> InsertOutcome {
+        guard let statement else { return .refused(unwritable ?? "the table cannot take rows") }
         let handle = statement.handle
         var altered = false
         if rowidParameter > 0 { sqlite3_bind_int64(handle, rowidParameter, rowid) }
@@ -222,7 +235,7 @@ final class SalvageTable {
                 bindOwned(handle, parameter, value)
             }
         }
-        let outcome = try step(handle)
+        let outcome = try step(statement)
         if case .inserted = outcome, altered { alteredRows += 1 }
         return outcome
     }
@@ -232,7 +245,7 @@ final class SalvageTable {
     /// column in a temporary table of the same type.
     private func survives(_ cid: Int, _ value: Value) -> Bool {
         if let known = defaultSurvives[cid] { return known }
-        let db = statement.connection
+        let db = connection
         let column = columns[cid]
         let type = strict ? column.declaredType : quoteIdentifier(column.declaredType)
         var result = false
@@ -253,15 +266,25 @@ final class SalvageTable {
     /// Finalizes the INSERT (before the database closes).
     func close() { statement = nil }
 
-    private func step(_ handle: OpaquePointer) throws -> InsertOutcome {
+    private func step(_ statement: Statement) throws -> InsertOutcome {
+        let handle = statement.handle
         let rc = sqlite3_step(handle)
-        sqlite3_reset(handle)
-        if rc == SQLITE_DONE { return .inserted }
-        let db = statement.connection.rawHandle
-        if rc & 0xFF == SQLITE_CONSTRAINT || rc & 0xFF == SQLITE_MISMATCH || rc & 0xFF == SQLITE_TOOBIG {
-            return .refused(String(cString: sqlite3_errmsg(db)))
+        if rc == SQLITE_DONE {
+            sqlite3_reset(handle)
+            return .inserted
         }
-        throw DatabaseError.fromConnection(db, code: rc, path: statement.connection.path, sql: statement.sql)
+        let db = connection.rawHandle
+        let message = String(cString: sqlite3_errmsg(db))
+        sqlite3_reset(handle)
+        // What ends the run is the new file failing; a row SQLite refuses
+        // (a constraint, a type, a function a CHECK calls failing) does not.
+        switch rc & 0xFF {
+        case SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB,
+             SQLITE_PERM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_INTERRUPT:
+            throw DatabaseError.fromConnection(db, code: rc, path: connection.path, sql: statement.sql)
+        default:
+            return .refused(message)
+        }
     }
 }
 

@@ -9,6 +9,9 @@ struct SalvagedRecord {
     /// The most fields a record may have and still be taken for a row
     /// (SQLite's hard column limit).
     static let maxFields = 32767
+    /// The most columns a table made for salvaged rows gets (SQLite's
+    /// default column limit is 2000); wider records keep their first ones.
+    static let maxColumns = 1990
 
     private(set) var fields: [RecordField] = []
     private(set) var base: UnsafeRawPointer?
