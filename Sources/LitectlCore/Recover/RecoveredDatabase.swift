@@ -1,0 +1,230 @@
+// The database salvage writes: a hidden temporary file beside OUT, built in
+// one transaction with the damaged file's page size, text encoding,
+// auto-vacuum mode, user_version and application_id, then fsynced and renamed
+// to OUT (never over an existing file unless asked). Schema text comes from
+// an untrusted file, so each statement must be one CREATE of the expected
+// kind, and an authorizer refuses anything that would read data while it runs
+// (CREATE TABLE ... AS SELECT), attach files or change settings.
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The new database a recovery writes.
+final class RecoveredDatabase {
+    struct Settings {
+        var pageSize = 4096
+        var encoding = TextEncoding.utf8
+        /// 0 none, 1 full, 2 incremental.
+        var autoVacuum = 0
+        var userVersion: Int32 = 0
+        var applicationID: Int32 = 0
+        var wal = false
+        /// The largest value a row may hold (bounds what schema expressions may allocate).
+        var maxLength = 1_000_000_000
+    }
+
+    let finalPath: String
+    let replace: Bool
+    let settings: Settings
+    let db: Connection
+    private let temporary: TemporaryFile
+
+    /// Creates the temporary file beside `path`, or fails when `path` exists
+    /// and `replace` is false (before anything is written).
+    init(path: String, replace: Bool, permissions: mode_t, settings: Settings) throws {
+        finalPath = path
+        self.replace = replace
+        self.settings = settings
+        let folder = DurableFolder.parent(of: path)
+        let stem = DurableFolder.baseName(of: path)
+        try RecoveredDatabase.checkTarget(path, replace: replace)
+        // What an earlier run killed with SIGKILL left here for this OUT.
+        TemporaryFiles.removeStale(in: folder, stem: stem)
+        temporary = try TemporaryFile(in: folder, stem: stem, permissions: permissions)
+        do {
+            db = try Connection(path: temporary.path, mode: .readWrite)
+            let handle = db.rawHandle
+            var ignored: Int32 = 0
+            // Our own new file: the schema is written as the damaged file had it,
+            // virtual tables included, which needs writable_schema (and so no
+            // defensive mode). trusted_schema stays off.
+            _ = litectl_db_config_bool(handle, SQLITE_DBCONFIG_DEFENSIVE, 0, &ignored)
+            sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32(clamping: settings.maxLength))
+            let encoding: String
+            switch settings.encoding {
+            case .utf8: encoding = "UTF-8"
+            case .utf16le: encoding = "UTF-16le"
+            case .utf16be: encoding = "UTF-16be"
+            }
+            try db.execute("""
+                PRAGMA page_size = \(settings.pageSize);
+                PRAGMA encoding = '\(encoding)';
+                PRAGMA auto_vacuum = \(settings.autoVacuum);
+                PRAGMA journal_mode = OFF;
+                PRAGMA synchronous = OFF;
+                PRAGMA locking_mode = EXCLUSIVE;
+                PRAGMA cache_size = -65536;
+                PRAGMA foreign_keys = OFF;
+                PRAGMA recursive_triggers = OFF;
+                PRAGMA user_version = \(settings.userVersion);
+                PRAGMA application_id = \(settings.applicationID);
+                PRAGMA writable_schema = ON;
+                BEGIN;
+                """)
+        } catch {
+            temporary.discard()
+            throw error
+        }
+    }
+
+    /// Fails when `path` is a folder, or exists and may not be replaced.
+    static func checkTarget(_ path: String, replace: Bool) throws {
+        if DurableFolder.isFolder(path) {
+            throw DatabaseError(code: .cantopen, message: "is a folder; give the path of the new database file", path: path)
+        }
+        if DurableFolder.exists(path) && !replace {
+            throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (give --force to replace it)", path: path)
+        }
+        let folder = DurableFolder.parent(of: path)
+        guard DurableFolder.isFolder(folder) else {
+            throw DatabaseError(code: .cantopen, message: "no such folder", path: folder)
+        }
+    }
+
+    // MARK: Schema
+
+    /// The kinds of schema statement salvage runs.
+    enum Kind: String {
+        case table = "TABLE", index = "INDEX", uniqueIndex = "UNIQUE INDEX", view = "VIEW", trigger = "TRIGGER"
+    }
+
+    /// Runs `sql`, which must be a single `CREATE <kind>` statement; throws
+    /// with SQLite's message when it is refused.
+    func create(_ kind: Kind, sql: String) throws {
+        guard RecoveredDatabase.isCreate(kind, sql) else {
+            throw DatabaseError(code: .error, message: "not a CREATE \(kind.rawValue) statement")
+        }
+        let handle = db.rawHandle
+        sqlite3_set_authorizer(handle, { _, action, _, _, _, _ in
+            switch action {
+            case SQLITE_SELECT, SQLITE_RECURSIVE, SQLITE_ATTACH, SQLITE_DETACH, SQLITE_PRAGMA, SQLITE_TRANSACTION,
+                 SQLITE_SAVEPOINT, SQLITE_ANALYZE, SQLITE_ALTER_TABLE,
+                 SQLITE_DROP_INDEX, SQLITE_DROP_TABLE, SQLITE_DROP_TRIGGER, SQLITE_DROP_VIEW, SQLITE_DROP_VTABLE:
+                return SQLITE_DENY
+            default:
+                return SQLITE_OK
+            }
+        }, nil)
+        defer { sqlite3_set_authorizer(handle, nil, nil) }
+        var statement: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let text = Array(sql.utf8CString)
+        try text.withUnsafeBufferPointer { buffer in
+            let rc = sqlite3_prepare_v2(handle, buffer.baseAddress, Int32(buffer.count), &statement, &tail)
+            guard rc == SQLITE_OK, let statement else {
+                throw DatabaseError(code: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(handle)))
+            }
+            defer { sqlite3_finalize(statement) }
+            if let tail, !RecoveredDatabase.isBlank(String(cString: tail)) {
+                throw DatabaseError(code: .error, message: "more than one statement")
+            }
+            let step = sqlite3_step(statement)
+            guard step == SQLITE_DONE else {
+                throw DatabaseError(code: ResultCode(rawValue: step), message: String(cString: sqlite3_errmsg(handle)))
+            }
+        }
+    }
+
+    /// Writes a virtual table's schema row as it was (its module is not run:
+    /// its shadow tables are ordinary tables, recovered with the others).
+    func addVirtualTable(name: String, tableName: String, sql: String) throws {
+        guard RecoveredDatabase.startsWith(sql, ["CREATE", "VIRTUAL", "TABLE"]) else {
+            throw DatabaseError(code: .error, message: "not a CREATE VIRTUAL TABLE statement")
+        }
+        let exists = try db.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE", [.text(name)])
+        guard exists == .integer(0) else { throw DatabaseError(code: .error, message: "an object named \(name) already exists") }
+        let statement = try db.prepare("INSERT INTO main.sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES ('table', ?1, ?2, 0, ?3)")
+        try statement.bind([.text(name), .text(tableName), .text(sql)])
+        try statement.step()
+    }
+
+    /// True when `sql` starts with CREATE and then `kind`'s words (ASCII
+    /// case-insensitive), as SQLite stores every schema statement.
+    static func isCreate(_ kind: Kind, _ sql: String) -> Bool {
+        let words = ["CREATE"] + kind.rawValue.split(separator: " ").map(String.init)
+        if startsWith(sql, words) { return true }
+        // CREATE TEMP/TEMPORARY never reach a file's schema; IF NOT EXISTS is not stored.
+        return false
+    }
+
+    static func startsWith(_ sql: String, _ words: [String]) -> Bool {
+        var rest = Substring(sql)
+        for word in words {
+            rest = rest.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+            guard asciiUpper(String(rest.prefix(word.count))) == word else { return false }
+            rest = rest.dropFirst(word.count)
+            // The word must end there (CREATE TABLEX is no CREATE TABLE).
+            if let next = rest.first, next.isLetter || next.isNumber || next == "_" { return false }
+        }
+        return true
+    }
+
+    /// True for text that holds no SQL (spaces, semicolons, comments).
+    static func isBlank(_ text: String) -> Bool {
+        var rest = Substring(text)
+        while let c = rest.first {
+            if c == " " || c == "\t" || c == "\n" || c == "\r" || c == ";" {
+                rest = rest.dropFirst()
+            } else if rest.hasPrefix("--") {
+                rest = rest.drop { $0 != "\n" }
+            } else if rest.hasPrefix("/*") {
+                guard let end = rest.range(of: "*/") else { return true }
+                rest = rest[end.upperBound...]
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The name of the newest table in the schema (the one a CREATE just made).
+    func newestTable() throws -> String? {
+        guard case .text(let name)? = try db.scalar("SELECT name FROM main.sqlite_schema WHERE type = 'table' ORDER BY rowid DESC LIMIT 1") else {
+            return nil
+        }
+        return String(decoding: name, as: UTF8.self)
+    }
+
+    /// True when an object of this name exists (names compare as SQLite compares them).
+    func hasObject(_ name: String) throws -> Bool {
+        try db.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE", [.text(name)]) != .integer(0)
+    }
+
+    // MARK: Finishing
+
+    /// Commits, puts the journal mode the damaged file had, closes, fsyncs
+    /// and renames the file to OUT.
+    func commit() throws {
+        do {
+            try db.execute("PRAGMA writable_schema = OFF; COMMIT;")
+            if settings.wal {
+                try db.execute("PRAGMA locking_mode = NORMAL; PRAGMA journal_mode = WAL;")
+            }
+            try db.close()
+            try temporary.commit(as: finalPath, replace: replace)
+        } catch {
+            try? db.close()
+            temporary.discard()
+            throw error
+        }
+    }
+
+    /// Removes the temporary file (after an error).
+    func discard() {
+        try? db.close()
+        temporary.discard()
+    }
+}
