@@ -10,6 +10,7 @@
 // the reader cannot read, or whose pages are not where its tree says, is left
 // to ContentHasher's own paths. Built on Diff's hash and Pages' decoder.
 import Crypto
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -23,6 +24,10 @@ final class PageRowSums {
     private let tables: [Table]
     private var layouts: [TableLayout?]
     private var decoders: [RowDecoder?]
+    /// Each table's overflow pages claimed (shared by its decoders).
+    private var claims: [ClaimedPages?]
+    /// More decoders for the threads of `add(_:threads:)`, made on first use.
+    private var workerDecoders: [[RowDecoder?]] = []
     /// Per page number: 1 + the index of the table whose rows it holds, 0 for none.
     private var owner: [UInt16]
     private var sums: [UInt256]
@@ -49,6 +54,7 @@ final class PageRowSums {
         tables = ContentHasher.hashedTables(try connection.readSchema())
         layouts = Array(repeating: nil, count: tables.count)
         decoders = Array(repeating: nil, count: tables.count)
+        claims = Array(repeating: nil, count: tables.count)
         sums = Array(repeating: UInt256(), count: tables.count)
         rows = Array(repeating: 0, count: tables.count)
         failed = Array(repeating: false, count: tables.count)
@@ -64,7 +70,9 @@ final class PageRowSums {
             do {
                 let layout = try reader.layout(table, columns: table.contentColumns.map(\.name))
                 layouts[t] = layout
-                decoders[t] = reader.decoder(layout, claimed: ClaimedPages(pageCount: reader.pages.pageCount))
+                let claimed = ClaimedPages(pageCount: reader.pages.pageCount)
+                claims[t] = claimed
+                decoders[t] = reader.decoder(layout, claimed: claimed)
                 fingerprint.update(data: Array("\(layout.withoutRowid)".utf8) + [0])
                 for column in layout.columns {
                     fingerprint.update(data: Array("\(column.name)\u{0}\(column.source)\u{0}\(column.realAffinity)\u{0}\(column.declaredType)\u{0}\(column.defaultSQL ?? "\u{1}")\u{0}".utf8))
@@ -143,8 +151,42 @@ final class PageRowSums {
     /// Adds the rows of page `p`, one that `needs` asked for.
     func add(_ p: Int, bytes: UnsafeRawBufferPointer, id: PageID) {
         let t = Int(owner[p]) - 1
-        do {
-            let (sum, count, overflow) = try pageSum(t, bytes, page: UInt32(p))
+        apply(p, t, id, Result { try pageSum(t, bytes, page: UInt32(p), decoders: decoders, buffer: &buffer) })
+    }
+
+    /// Adds the rows of pages that `needs` asked for, given in increasing
+    /// order: decoded on up to `threads` threads, added in order.
+    func add(_ pages: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)], threads: Int) {
+        let n = min(threads, pages.count / 4)
+        guard n >= 2 else {
+            for page in pages { add(page.p, bytes: page.bytes, id: page.id) }
+            return
+        }
+        while workerDecoders.count < n - 1 {
+            workerDecoders.append(tables.indices.map { t in
+                layouts[t].flatMap { layout in claims[t].map { reader.decoder(layout, claimed: $0) } }
+            })
+        }
+        var results = [Result<(UInt256, Int, Bool), any Error>?](repeating: nil, count: pages.count)
+        results.withUnsafeMutableBufferPointer { out in
+            nonisolated(unsafe) let out = out, pages = pages
+            nonisolated(unsafe) let sums = self
+            DispatchQueue.concurrentPerform(iterations: n) { w in
+                var buffer: [UInt8] = []
+                let decoders = w == 0 ? sums.decoders : sums.workerDecoders[w - 1]
+                for k in stride(from: w, to: pages.count, by: n) {
+                    let page = pages[k], t = Int(sums.owner[page.p]) - 1
+                    out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, buffer: &buffer) }
+                }
+            }
+        }
+        for (k, page) in pages.enumerated() { apply(page.p, Int(owner[page.p]) - 1, page.id, results[k]!) }
+    }
+
+    private func apply(_ p: Int, _ t: Int, _ id: PageID, _ result: Result<(UInt256, Int, Bool), any Error>) {
+        guard !failed[t] else { return }
+        switch result {
+        case .success(let (sum, count, overflow)):
             sums[t].add(sum)
             rows[t] += Int64(count)
             decoded += 1
@@ -153,20 +195,23 @@ final class PageRowSums {
             if !overflow {
                 cacheOut?.add(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: id, rows: UInt32(count), sum: sum.bytes))
             }
-        } catch {
+        case .failure(let error):
             fail(t, "\(error)")
         }
     }
 
     /// Adds the pages `first ..< first + ids.count` of a scan that has them all at hand.
-    func add(first: Int, pages: UnsafeRawBufferPointer, pageSize: Int, ids: UnsafeBufferPointer<PageID>) {
+    func add(first: Int, pages: UnsafeRawBufferPointer, pageSize: Int, ids: UnsafeBufferPointer<PageID>, threads: Int) {
+        var wanted: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)] = []
         for k in 0..<ids.count where needs(first + k, id: ids[k]) {
-            add(first + k, bytes: UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize]), id: ids[k])
+            wanted.append((first + k, ids[k], UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize])))
         }
+        add(wanted, threads: threads)
     }
 
     /// The sum and count of the rows on one page of `t`'s tree, and whether any runs into overflow pages.
-    private func pageSum(_ t: Int, _ bytes: UnsafeRawBufferPointer, page number: UInt32) throws -> (UInt256, Int, Bool) {
+    private func pageSum(_ t: Int, _ bytes: UnsafeRawBufferPointer, page number: UInt32, decoders: [RowDecoder?],
+                         buffer: inout [UInt8]) throws -> (UInt256, Int, Bool) {
         guard let layout = layouts[t], let decoder = decoders[t] else { throw PageError(.unsupported, "no layout") }
         let page = BTreePage(bytes: bytes, usable: reader.pages.usableSize, page: number)
         let header = try page.header()

@@ -105,7 +105,7 @@ final class BlobBuilder {
         let failure = Locked<(any Error)?>(nil)
         let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
         let repository = self.repository
-        nonisolated(unsafe) let compressors = self.compressors
+        let compressors = self.compressors
         DispatchQueue.concurrentPerform(iterations: n) { w in
             for j in stride(from: w, to: blobs.count, by: n) {
                 do {
@@ -172,11 +172,11 @@ extension RepoBackup {
         guard pageSize >= 512, Int(info.st_size) % pageSize == 0, collector.next == pageCount + 1, !collector.broken else { return nil }
         var scan = PageScan(pageSize: pageSize, pageCount: pageCount, writer: writer)
         scan.sha256 = sha256
-        func readPages(_ first: Int, _ count: Int, into buffer: inout [UInt8]) throws {
+        func readPages(_ first: Int, _ count: Int, into buffer: inout [UInt8], at start: Int = 0) throws {
             let want = count * pageSize
             var got = 0
             while got < want {
-                let r = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, want - got, off_t((first - 1) * pageSize + got)) }
+                let r = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + start + got, want - got, off_t((first - 1) * pageSize + got)) }
                 if r < 0 && errno == EINTR { continue }
                 guard r > 0 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
                 got += r
@@ -201,6 +201,7 @@ extension RepoBackup {
 
         // Pages 2...: those claimed (stored in claim order) and those the row sums need.
         let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
+        let threads = min(ProcessInfo.processInfo.activeProcessorCount, 4)
         let chunkPages = max(1, (2 << 20) / pageSize)
         var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
         var p = 2
@@ -213,23 +214,26 @@ extension RepoBackup {
                 summed[q - p] = rowSums?.needs(q, id: refs.id(q - 1, index: collector.classifier.base, writer: writer)) ?? false
                 needed[q - p] = collector.claimed[q] || summed[q - p]
             }
+            // The needed pages, read in runs to their places in the buffer.
             var q = p
             while q < end {
                 guard needed[q - p] else { q += 1; continue }
                 var r = q
                 while r < end && needed[r - p] { r += 1 }
-                try readPages(q, r - q, into: &buffer)
-                try buffer.withUnsafeBytes { all in
-                    for s in q..<r {
-                        let page = UnsafeRawBufferPointer(rebasing: all[(s - q) * pageSize..<(s - q + 1) * pageSize])
-                        if collector.claimed[s] {
-                            builder.append(Int(refs.refs[s - 1] & ~PageRefs.own), page)
-                            scan.newPages += 1
-                        }
-                        if summed[s - p] { rowSums?.add(s, bytes: page, id: refs.id(s - 1, index: collector.classifier.base, writer: writer)) }
-                    }
-                }
+                try readPages(q, r - q, into: &buffer, at: (q - p) * pageSize)
                 q = r
+            }
+            buffer.withUnsafeBytes { all in
+                var sums: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)] = []
+                for s in p..<end where needed[s - p] {
+                    let page = UnsafeRawBufferPointer(rebasing: all[(s - p) * pageSize..<(s - p + 1) * pageSize])
+                    if collector.claimed[s] {
+                        builder.append(Int(refs.refs[s - 1] & ~PageRefs.own), page)
+                        scan.newPages += 1
+                    }
+                    if summed[s - p] { sums.append((s, refs.id(s - 1, index: collector.classifier.base, writer: writer), page)) }
+                }
+                rowSums?.add(sums, threads: threads)
             }
             try builder.drain()
             p = end
@@ -238,7 +242,7 @@ extension RepoBackup {
         try builder.finish()
         // Page 1 was claimed last: its blob comes last.
         if firstIsNew {
-            try first.withUnsafeBytes { builder.append(Int(refs.refs[0] & ~PageRefs.own), $0) }
+            first.withUnsafeBytes { builder.append(Int(refs.refs[0] & ~PageRefs.own), $0) }
             try builder.finish()
             scan.newPages += 1
         }
@@ -309,7 +313,7 @@ extension RepoBackup {
                     hasher = h
                 }
                 ids.withUnsafeBufferPointer { ids in
-                    rowSums?.add(first: page + 1, pages: chunk, pageSize: pageSize, ids: UnsafeBufferPointer(rebasing: ids[0..<n]))
+                    rowSums?.add(first: page + 1, pages: chunk, pageSize: pageSize, ids: UnsafeBufferPointer(rebasing: ids[0..<n]), threads: workers)
                 }
                 for k in 0..<n where classifier.classify(ids[k], into: &scan.refs) {
                     builder.append(Int(scan.refs.refs.last! & ~PageRefs.own), UnsafeRawBufferPointer(rebasing: all[k * pageSize..<(k + 1) * pageSize]))
