@@ -233,34 +233,105 @@ public enum DiffEngine {
             }
         }
         try consumer.beginTable(plan)
-        let counts = try merge(ta == nil ? nil : ca, tb == nil ? nil : cb, plan: plan, consumer: consumer, shortcut: shortcut)
+        let sideA = ta == nil ? nil : ca, sideB = tb == nil ? nil : cb
+        let nullable = keyMayBeNull(plan, [ta, tb].compactMap { $0 })
+        var (counts, nullKeyRows) = try mergeCounting(sideA, sideB, plan: plan, consumer: consumer, shortcut: shortcut,
+                                                     skippingNullKeys: nullable)
+        if nullKeyRows > 0 {
+            // Rows whose key holds a NULL have no key: SQLite lets any number
+            // of them share it. They are compared as a multiset of whole rows,
+            // and reported (and patched) as rows without a key. A patch
+            // deletes them by rowid (exact, whatever the values); the
+            // comparison leaves the rowid out.
+            let rowid = consumer.wantsRowidsForKeylessTables ? selectableRowidName([ta, tb].compactMap { $0 }) : nil
+            let (plan, filter) = nullKeyPlan(plan, rowid: rowid)
+            let more = try merge(sideA, sideB, plan: plan, consumer: consumer, filter: filter)
+            counts.inserted += more.inserted
+            counts.deleted += more.deleted
+            counts.updated += more.updated
+        }
         try consumer.endTable(plan, counts: counts)
         return counts
     }
 
+    /// True when the key of `plan` may hold NULL in some row of `tables`:
+    /// a key column neither declared NOT NULL nor made so by SQLite (the
+    /// rowid's INTEGER PRIMARY KEY, a WITHOUT ROWID table's primary key).
+    /// A UNIQUE column lets any number of rows hold NULL too, so a --key on
+    /// it is no better.
+    static func keyMayBeNull(_ plan: TablePlan, _ tables: [Table]) -> Bool {
+        guard plan.mode == .key else { return false }
+        for table in tables {
+            for i in plan.keyIndexes {
+                guard let column = table.columns.first(where: { sameSQLName($0.name, plan.columns[i]) }) else { continue }
+                if column.notNull || (column.primaryKeyPosition > 0 && (table.withoutRowid || table.hasRowidAlias)) { continue }
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The plan for the rows of `plan`'s table whose key holds a NULL: a
+    /// multiset of the columns `plan` compares (key included), and the SQL
+    /// condition that selects those rows. With `rowid` (a name to select it
+    /// by), the rowid is read too, as column 0, but not compared: a patch
+    /// deletes by it.
+    static func nullKeyPlan(_ plan: TablePlan, rowid: String? = nil) -> (plan: TablePlan, filter: String) {
+        var multiset = plan
+        multiset.mode = .multiset
+        multiset.userKey = false
+        let wanted = Set(plan.keyIndexes + plan.comparedIndexes)
+        multiset.keyIndexes = plan.columns.indices.filter { wanted.contains($0) }
+        multiset.comparedIndexes = []
+        if let rowid {
+            multiset.columns.insert(rowid, at: 0)
+            multiset.keyIndexes = multiset.keyIndexes.map { $0 + 1 }
+            multiset.rowidColumn = rowid
+        }
+        let filter = plan.keyIndexes.map { quoteIdentifier(plan.columns[$0]) + " IS NULL" }.joined(separator: " OR ")
+        return (multiset, "(" + filter + ")")
+    }
+
     /// One pass over both sides in key order. A nil connection is an empty
-    /// side. Each side is read on its own thread (see `RowStream`).
+    /// side. Each side is read on its own thread (see `RowStream`). `filter`
+    /// (SQL) limits the rows read.
     static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
-                      stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil) throws -> ChangeCounts {
+                      stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil,
+                      filter: String? = nil) throws -> ChangeCounts {
+        try mergeCounting(ca, cb, plan: plan, consumer: consumer, stopAtFirstDifference: stopAtFirstDifference,
+                          shortcut: shortcut, filter: filter).counts
+    }
+
+    /// `merge`, and with `skippingNullKeys` rows whose key holds a NULL left
+    /// out of it and counted (both sides together).
+    static func mergeCounting(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
+                              stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil, filter: String? = nil,
+                              skippingNullKeys: Bool = false) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
         let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
         let reading = shortcut?.reading(plan) ?? .everything
-        let sa = try ca.map { try stream($0, plan, reading) }
+        let sa = try ca.map { try stream($0, plan, reading, filter: filter) }
         defer { sa?.close() }
-        let sb = try cb.map { try stream($0, plan, reading) }
+        let sb = try cb.map { try stream($0, plan, reading, filter: filter) }
         defer { sb?.close() }
         var hasA = try sa?.next() ?? false
         var hasB = try sb?.next() ?? false
         var counts = ChangeCounts()
+        var nullKeyRows = 0
+        func keyHoldsNull(_ row: DiffRow) -> Bool { plan.keyIndexes.contains { row.isNull(at: $0) } }
         var previousA: [Value] = [], previousB: [Value] = []
         var changed: [Int] = []
         let keys = plan.keyIndexes
         var processed = 0
         while hasA || hasB {
             if stopAtFirstDifference && counts.total > 0 { break }
+            if skippingNullKeys {
+                if hasA && keyHoldsNull(sa!.row) { nullKeyRows += 1; hasA = try sa!.next(); continue }
+                if hasB && keyHoldsNull(sb!.row) { nullKeyRows += 1; hasB = try sb!.next(); continue }
+            }
             processed += 1
             if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
             let order: Int
@@ -295,15 +366,16 @@ public enum DiffEngine {
                 hasB = try sb!.next()
             }
         }
-        return counts
+        return (counts, nullKeyRows)
     }
 
     /// A stream of a side's rows: all of them, or only those outside the
     /// ranges both files share.
-    static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading) throws -> RowStream {
+    static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading,
+                       filter: String? = nil) throws -> RowStream {
         switch reading {
         case .everything:
-            return try RowStream(try connection.prepare(selectSQL(plan)))
+            return try RowStream(try connection.prepare(selectSQL(plan, where: filter)))
         case .unsharedRowids(let rowid, let ranges):
             try RowidFilter.register(ranges, on: connection)
             return try RowStream(try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")))

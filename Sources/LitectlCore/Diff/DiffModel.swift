@@ -36,6 +36,8 @@ public enum MatchMode: String, Sendable {
 public struct TablePlan: Sendable {
     public var name: String
     /// The selected columns, in order; the first is the rowid when `rowidColumn` is set.
+    /// (In a multiset plan the rowid is read only to address A's rows: it is
+    /// neither compared nor inserted. Rows whose key holds a NULL are diffed so.)
     public var columns: [String]
     /// Indexes into `columns` of the matching key, in key order.
     public var keyIndexes: [Int]

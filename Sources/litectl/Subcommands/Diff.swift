@@ -19,7 +19,12 @@ struct Diff: ParsableCommand {
             tables, INTEGER PRIMARY KEY = rowid). A table without a primary key is \
             compared as a multiset of whole rows (a row deleted and re-inserted under \
             a new rowid is no change), unless --key TABLE=COL,... names key columns or \
-            --rowid asks to match by rowid as sqldiff does. Values compare exactly: \
+            --rowid asks to match by rowid as sqldiff does. A row whose key holds a \
+            NULL has no key (SQLite lets any number of rows of a rowid table hold \
+            NULL in a primary key that is not the INTEGER PRIMARY KEY, and in a \
+            UNIQUE column named by --key): such rows are compared as a multiset of \
+            whole rows too, in every format (the sql patch deletes them by rowid; \
+            a changeset cannot carry them, which a note on stderr says). Values compare exactly: \
             1, 1.0, '1' and x'31' all differ, TEXT compares by its bytes (a NOCASE \
             column's 'abc' and 'ABC' differ), REALs by their bits. Generated columns \
             and hidden columns of virtual tables are not compared; shadow tables of \
@@ -180,6 +185,10 @@ struct Diff: ParsableCommand {
         }
         if let writer = consumer as? ChangesetWriter {
             for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
+            for table in writer.nullKeyRowsLeftOut {
+                printError("note: table \(table.name): \(table.rows) changed row\(table.rows == 1 ? "" : "s") with NULL in the primary key "
+                           + "not in the changeset (a changeset addresses rows by key)")
+            }
         }
         if !result.identical { throw ExitStatus.findings }
     }
