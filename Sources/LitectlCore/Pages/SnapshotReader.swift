@@ -2,6 +2,7 @@
 // (its read transaction), the text encoding, and a decoder per table and
 // thread. It says why when it cannot serve, so that callers fall back to
 // statements and can report it (-v).
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -56,6 +57,6 @@ final class SnapshotReader {
 
     /// The number of threads worth using: the online cores, at most `limit`.
     static func threads(limit: Int = 8) -> Int {
-        max(1, min(limit, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+        max(1, min(limit, ProcessInfo.processInfo.activeProcessorCount))
     }
 }
