@@ -91,6 +91,16 @@ struct Diff: ParsableCommand {
             sides, in files with the same page size and UTF-8 text; a table with a \
             page in either -wal is read in full. --full-scan reads every row.
 
+            Rows are decoded straight from the b-tree pages (SQLite's own file handle, \
+            inside the read transaction; pages of a -wal when the snapshot's frames can \
+            be pinned down) wherever a table's b-tree order is the comparison's key \
+            order: tables keyed by rowid or INTEGER PRIMARY KEY, and WITHOUT ROWID \
+            tables whose key sorts BINARY ascending, in UTF-8 files. Each side is read \
+            on its own threads, in key-ordered parts when there are cores to spare. \
+            Other tables (no primary key, another key, virtual tables, a -wal whose \
+            snapshot cannot be pinned down) are read with SQL statements; --verbose \
+            names them on stderr. The result is the same either way.
+
             Exit status: 0 identical (after filters), 1 different, 2 error.
             """)
 
@@ -129,6 +139,9 @@ struct Diff: ParsableCommand {
 
     @Flag(help: "Read every row, even where A and B share identical b-tree pages.")
     var fullScan = false
+
+    @Flag(name: .shortAndLong, help: "Say on stderr which tables were read with SQL statements rather than from their pages, and why.")
+    var verbose = false
 
     @OptionGroup var database: DatabaseOptions
 
@@ -182,6 +195,9 @@ struct Diff: ParsableCommand {
             try? sink.flush()
             printError(describe(error))
             throw ExitStatus.error
+        }
+        if verbose {
+            for note in result.notes { printError("note: \(note)") }
         }
         if let writer = consumer as? ChangesetWriter {
             for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
