@@ -107,9 +107,75 @@ import TestSupport
         let read = Set(summary.notes.compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
         #expect(read == ["k", "t", "d", "f"], "\(summary.notes)")
         #expect(summary.notes.contains("table k of A read with statements: no primary key (SQLite sorts its rows)"))
-        // With the shared-pages shortcut, what lies between shared pages is read with statements.
+        // With the shared-pages shortcut (r's row 1 is a cell both files share), what lies between is read with statements.
         let shared = try Self.output(folder.file("a.db"), folder.file("b.db"), sql: false, style: .summary, readPages: true)
         #expect(shared.text == text)
         #expect(shared.summary.notes.contains("table r of A read with statements: rows outside the pages both files share"))
+    }
+}
+
+extension DiffPagesTests {
+    /// Tables of thousands of rows, split into many key-ordered parts read by
+    /// four threads per side: against a copy with other pages (VACUUM INTO,
+    /// 512-byte pages) changed here and there, the page path reports what the
+    /// statement path does, and reads every keyed table from its pages.
+    @Test(arguments: ["UTF-8", "UTF-16le"])
+    func bigTablesInManyParts(encoding: String) throws {
+        let folder = try TemporaryFolder("diff-pages-parts")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 1024; PRAGMA encoding = '\(encoding)';
+            CREATE TABLE r(id INTEGER PRIMARY KEY, v, w REAL);
+            CREATE TABLE w(a TEXT, b INT, v, PRIMARY KEY(a, b)) WITHOUT ROWID;
+            CREATE TABLE n(k TEXT PRIMARY KEY, v);
+            WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 20000)
+            INSERT INTO r SELECT i * 3, CASE WHEN i % 997 = 0 THEN zeroblob(3000) || i WHEN i % 5 = 0 THEN NULL
+                ELSE 'é' || hex(randomblob(i % 40)) END, i % 7 FROM c;
+            WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 15000)
+            INSERT INTO w SELECT printf('k%06d', i / 3), i % 3, CASE WHEN i % 1201 = 0 THEN randomblob(5000) ELSE i * 1.5 END FROM c;
+            WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)
+            INSERT INTO n SELECT CASE WHEN i % 10 = 0 THEN NULL ELSE 'n' || i END, i % 4 FROM c;
+            """)
+        try sqlite3([a, "PRAGMA page_size = 512", "VACUUM INTO '\(b)'"])
+        try sqlite3([b, """
+            UPDATE r SET v = 'changed' WHERE id % 1001 = 0; DELETE FROM r WHERE id % 2003 = 1;
+            INSERT INTO r(id, v) VALUES (1, 'first'), (100000, 'last');
+            UPDATE w SET v = NULL WHERE b = 1 AND a LIKE '%7'; DELETE FROM w WHERE a LIKE 'k0001%';
+            UPDATE n SET v = 9 WHERE k IS NULL AND rowid % 20 = 0; DELETE FROM n WHERE k = 'n5';
+            """])
+        // The trees are big enough to split into many parts.
+        let connection = try Connection(path: b, mode: .readOnly)
+        try connection.readTransaction {
+            let reader = try SnapshotReader(connection, walIndex: nil)
+            for name in ["r", "w"] {
+                let table = try #require(try connection.readSchema().table(named: name))
+                let layout = try reader.layout(table, columns: table.columns.map(\.name))
+                let parts = try BTreeWalker(pages: reader.pages, claimed: ClaimedPages(pageCount: reader.pages.pageCount))
+                    .split(layout.root, index: layout.withoutRowid, wanted: 16)
+                #expect(parts.count >= 16, "\(name): \(parts.count) parts")
+            }
+        }
+        // A copy of A with one row changed shares most pages: what lies between them is read with
+        // statements (the shortcut serves UTF-8 files only).
+        let c = folder.file("c.db")
+        try FileManager.default.copyItem(atPath: a, toPath: c)
+        try sqlite3([c, "UPDATE r SET v = 'one' WHERE id = 30000"])
+        let copy = try Self.output(a, c, sql: true, readPages: true)
+        #expect(copy.text == (try Self.output(a, c, sql: true, readPages: false)).text)
+        #expect(copy.summary.tables.map(\.counts.total) == [0, 1, 0])
+        #expect(copy.summary.notes.contains("table r of A read with statements: rows outside the pages both files share")
+                == (encoding == "UTF-8"), "\(copy.summary.notes)")
+        for sql in [false, true] {
+            let statements = try Self.output(a, b, sql: sql, readPages: false)
+            for threads in [1, 4] {
+                let pages = try Self.output(a, b, sql: sql, readPages: true, threads: threads)
+                #expect(pages.text == statements.text, "\(encoding), \(threads) threads")
+                #expect(pages.summary.tables.map(\.counts) == statements.summary.tables.map(\.counts))
+                #expect(pages.summary.tables.allSatisfy { $0.counts.total > 0 })
+                // r always from its pages; w too where its text key sorts as the merge does (UTF-8).
+                let fromStatements = Set(pages.summary.notes.compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
+                #expect(fromStatements == (encoding == "UTF-8" ? ["n"] : ["n", "w"]), "\(pages.summary.notes)")
+            }
+        }
     }
 }

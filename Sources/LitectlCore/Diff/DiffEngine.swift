@@ -390,7 +390,16 @@ public enum DiffEngine {
     /// ranges both files share.
     static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading,
                        filter: String? = nil, pages: PageSource? = nil) throws -> RowStream {
-        if case .everything = reading {} else { pages?.noteStatements("rows outside the pages both files share") }
+        var reading = reading
+        switch reading {
+        case .gaps(_, let ranges) where ranges.isEmpty, .unsharedRowids(_, let ranges) where ranges.isEmpty:
+            // Nothing shared (a VACUUMed or restored copy): every row, from the pages where it can be.
+            reading = .everything
+        case .everything:
+            break
+        default:
+            pages?.noteStatements("rows outside the pages both files share")
+        }
         switch reading {
         case .everything:
             if filter == nil, let pages, let stream = try pages.stream(plan) { return stream }
