@@ -329,7 +329,14 @@ public enum DiffEngine {
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
-        let reading = shortcut?.reading(plan) ?? .everything
+        var reading = shortcut?.reading(plan) ?? .everything
+        if let shortcut, shortcut.shared.sharedPages * 2 < shortcut.shared.leavesA, filter == nil, sources?.a != nil,
+           try sources?.a?.orderMismatch(plan) == nil, try sources?.b?.orderMismatch(plan) == nil {
+            // Most leaves not shared whole, only cells here and there (a
+            // VACUUMed or restored copy): a statement per gap between them
+            // costs more than decoding every row from the pages.
+            reading = .everything
+        }
         let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
         let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
