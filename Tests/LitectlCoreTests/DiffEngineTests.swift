@@ -101,3 +101,20 @@ final class RecordingConsumer: DiffConsumer {
         ])
     }
 }
+
+extension DiffEngineTests {
+    /// Rows whose key holds a NULL have no key: compared as a multiset, never
+    /// paired with each other by their NULL.
+    @Test func nullKeysAreRowsWithoutAKey() throws {
+        let schema = "CREATE TABLE n(k TEXT PRIMARY KEY, v); CREATE TABLE w(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
+        let (consumer, summary) = try diff(schema + """
+            INSERT INTO n VALUES (NULL, 'x'), (NULL, 'y'), ('a', 1);
+            INSERT INTO w VALUES ('a', 1);
+            """, schema + """
+            INSERT INTO n VALUES (NULL, 'y'), (NULL, 'z'), ('a', 2);
+            INSERT INTO w VALUES ('a', 2);
+            """)
+        #expect(consumer.events == ["~n['a']{v}", "-n[NULL,'x']", "+n[NULL,'z']", "~w['a']{v}"])
+        #expect(summary.tables.first { $0.name == "n" }?.counts == { var c = ChangeCounts(); c.inserted = 1; c.deleted = 1; c.updated = 1; return c }())
+    }
+}

@@ -14,6 +14,11 @@ public final class ChangesetWriter: DiffConsumer {
     var comparison: SchemaComparison!
     /// Tables whose changes a changeset cannot carry, with the reason.
     public private(set) var skippedTables: [(name: String, reason: String)] = []
+    /// Tables some of whose changed rows a changeset cannot carry: rows whose
+    /// primary key holds a NULL (the session extension addresses rows by key,
+    /// and a NULL key addresses none), with their number.
+    public private(set) var nullKeyRowsLeftOut: [(name: String, rows: Int)] = []
+    var nullKeyRows = 0
     /// Why the current table cannot be carried; it is named only if it differs.
     var skipReason: String?
 
@@ -34,6 +39,7 @@ public final class ChangesetWriter: DiffConsumer {
         headerWritten = false
         usable = false
         skipReason = nil
+        nullKeyRows = 0
         guard !plan.onlyInA && !plan.onlyInB, comparison.sameTables.contains(where: { $0.b.name == plan.name }) else { return }
         guard plan.mode == .key && !plan.userKey && !plan.isVirtual else {
             skipReason = "no primary key"; return
@@ -100,8 +106,15 @@ public final class ChangesetWriter: DiffConsumer {
         if out.count >= 1 << 16 { sink.write(out); out.removeAll(keepingCapacity: true) }
     }
 
+    /// Rows of a usable table reported without their key (it holds a NULL).
+    func leftOut(_ plan: TablePlan) -> Bool {
+        guard usable, plan.mode != .key else { return false }
+        nullKeyRows += 1
+        return true
+    }
+
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
-        guard usable else { return }
+        guard usable, !leftOut(plan) else { return }
         writeHeader(plan)
         out.append(UInt8(SQLITE_INSERT)); out.append(0)
         for i in plan.columns.indices { appendValue(new, i) }
@@ -109,7 +122,7 @@ public final class ChangesetWriter: DiffConsumer {
     }
 
     public func deleted(_ plan: TablePlan, old: DiffRow) throws {
-        guard usable else { return }
+        guard usable, !leftOut(plan) else { return }
         writeHeader(plan)
         out.append(UInt8(SQLITE_DELETE)); out.append(0)
         for i in plan.columns.indices { appendValue(old, i) }
@@ -117,7 +130,7 @@ public final class ChangesetWriter: DiffConsumer {
     }
 
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
-        guard usable else { return }
+        guard usable, !leftOut(plan) else { return }
         writeHeader(plan)
         out.append(UInt8(SQLITE_UPDATE)); out.append(0)
         let keys = Set(plan.keyIndexes), changes = Set(changed)
@@ -132,6 +145,7 @@ public final class ChangesetWriter: DiffConsumer {
 
     public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
         if let skipReason, counts.total > 0 { skippedTables.append((plan.name, skipReason)) }
+        if nullKeyRows > 0 { nullKeyRowsLeftOut.append((plan.name, nullKeyRows)) }
     }
 
     public func finish(_ summary: DiffSummary) throws {

@@ -1,7 +1,10 @@
 // The row-level diff engine: for each table, A and B are read in key order on
 // separate connections (never ATTACH: the two files may differ in text
-// encoding) and merged in one pass, comparing values exactly. Memory does not
-// grow with table size: one row of each side is held at a time.
+// encoding) and merged in one pass, comparing values exactly. Where a table's
+// b-tree order is the merge's key order, its rows are decoded straight from
+// the pages (DiffPages), in key-ordered parts on several threads per side;
+// otherwise statements read it. Memory does not grow with table size: a few
+// batches of rows per reading thread.
 import CSQLite
 
 public enum DiffEngine {
@@ -35,9 +38,16 @@ public enum DiffEngine {
         // pages that the range reads of the shared-pages shortcut revisit.
         try a.execute("PRAGMA cache_size = -1024")
         try b.execute("PRAGMA cache_size = -1024")
+        // Read before each transaction begins and right after, to pin down its snapshot's -wal frames.
+        let beforeA = options.readPages ? WALIndexHeader.current(a) : nil
+        let beforeB = options.readPages ? WALIndexHeader.current(b) : nil
         return try a.readTransaction {
-            try b.readTransaction {
-                try run(a, b, options: options, consumer: consumer)
+            let walA = WALIndexHeader.pinned(a, before: beforeA)
+            return try b.readTransaction {
+                let walB = WALIndexHeader.pinned(b, before: beforeB)
+                let pages = options.readPages && !options.schemaOnly
+                    ? DiffPages(a, walIndex: walA, b, walIndex: walB, threadsPerSide: options.threadsPerSide) : nil
+                return try run(a, b, options: options, consumer: consumer, pages: pages)
             }
         }
     }
@@ -48,7 +58,8 @@ public enum DiffEngine {
         return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino
     }
 
-    static func run(_ a: Connection, _ b: Connection, options: DiffOptions, consumer: DiffConsumer) throws -> DiffSummary {
+    static func run(_ a: Connection, _ b: Connection, options: DiffOptions, consumer: DiffConsumer,
+                    pages: DiffPages? = nil) throws -> DiffSummary {
         let comparison = try SchemaComparison(a: try a.readSchema(), b: try b.readSchema(), connectionA: a, connectionB: b,
                                               options: options)
         try consumer.begin(comparison)
@@ -67,7 +78,8 @@ public enum DiffEngine {
             work.sort { compareNames(($0.b ?? $0.a)!.name, ($1.b ?? $1.a)!.name) }
             for item in work {
                 let shortcut = try item.a.flatMap { ta in try item.b.flatMap { tb in try shared?.shortcut(ta, tb) } }
-                let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer, shortcut: shortcut)
+                let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer, shortcut: shortcut,
+                                           pages: pages)
                 summary.tables.append(((item.b ?? item.a)!.name, counts))
             }
             if !options.dataOnly {
@@ -82,6 +94,7 @@ public enum DiffEngine {
             }
         }
         progress?(nil, 0)
+        summary.notes = pages?.notes ?? []
         try consumer.finish(summary)
         return summary
     }
@@ -186,7 +199,8 @@ public enum DiffEngine {
     // MARK: Merging
 
     static func diffTable(_ ca: Connection, _ ta: Table?, _ cb: Connection, _ tb: Table?, options: DiffOptions,
-                          consumer: DiffConsumer, shortcut: TableShortcut? = nil) throws -> ChangeCounts {
+                          consumer: DiffConsumer, shortcut: TableShortcut? = nil, pages: DiffPages? = nil) throws -> ChangeCounts {
+        let sources = pages?.sources(ta, tb)
         let reference = (tb ?? ta)!
         if let problem = reference.problem {
             throw DatabaseError(code: .error, message: "cannot read table \(reference.name): \(problem)")
@@ -205,17 +219,19 @@ public enum DiffEngine {
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
             if byRowid.mode == .rowid { plan = byRowid }
         }
-        if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
+        if plan.mode == .multiset && ta != nil && tb != nil {
             // Rows equal by rowid are equal as a multiset: that cheap pass in
             // rowid order (stopping at the first difference) spares the sorted
-            // one for identical tables, the common case of a backup.
+            // one for identical tables, the common case of a backup or a copy.
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
             if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true,
-                                                  shortcut: shortcut).total == 0 {
+                                                  shortcut: shortcut, sources: sources).total == 0 {
                 try consumer.beginTable(plan)
                 try consumer.endTable(plan, counts: ChangeCounts())
                 return ChangeCounts()
             }
+        }
+        if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
             // Count as multisets; match by rowid only if they differ.
             let counting = try merge(ca, cb, plan: plan, consumer: nil, shortcut: shortcut)
             if counting.total == 0 {
@@ -227,40 +243,121 @@ public enum DiffEngine {
             if rowidPlan.mode == .rowid {
                 plan = rowidPlan
                 try consumer.beginTable(plan)
-                _ = try merge(ca, cb, plan: plan, consumer: consumer, shortcut: shortcut)
+                _ = try merge(ca, cb, plan: plan, consumer: consumer, shortcut: shortcut, sources: sources)
                 try consumer.endTable(plan, counts: counting)
                 return counting
             }
         }
         try consumer.beginTable(plan)
-        let counts = try merge(ta == nil ? nil : ca, tb == nil ? nil : cb, plan: plan, consumer: consumer, shortcut: shortcut)
+        let sideA = ta == nil ? nil : ca, sideB = tb == nil ? nil : cb
+        let nullable = keyMayBeNull(plan, [ta, tb].compactMap { $0 })
+        var (counts, nullKeyRows) = try mergeCounting(sideA, sideB, plan: plan, consumer: consumer, shortcut: shortcut,
+                                                     skippingNullKeys: nullable, sources: sources)
+        if nullKeyRows > 0 {
+            // Rows whose key holds a NULL have no key: SQLite lets any number
+            // of them share it. They are compared as a multiset of whole rows,
+            // and reported (and patched) as rows without a key.
+            // A patch deletes them by rowid (exact, whatever the values); the
+            // comparison leaves the rowid out.
+            let rowid = consumer.wantsRowidsForKeylessTables ? selectableRowidName([ta, tb].compactMap { $0 }) : nil
+            let (plan, filter) = nullKeyPlan(plan, rowid: rowid)
+            let more = try merge(sideA, sideB, plan: plan, consumer: consumer, filter: filter)
+            counts.inserted += more.inserted
+            counts.deleted += more.deleted
+            counts.updated += more.updated
+        }
         try consumer.endTable(plan, counts: counts)
         return counts
     }
 
+    /// True when the key of `plan` may hold NULL in some row of `tables`:
+    /// a key column neither declared NOT NULL nor made so by SQLite (the
+    /// rowid's INTEGER PRIMARY KEY, a WITHOUT ROWID table's primary key).
+    /// A UNIQUE column lets any number of rows hold NULL too, so a --key on
+    /// it is no better.
+    static func keyMayBeNull(_ plan: TablePlan, _ tables: [Table]) -> Bool {
+        guard plan.mode == .key else { return false }
+        for table in tables {
+            for i in plan.keyIndexes {
+                guard let column = table.columns.first(where: { sameSQLName($0.name, plan.columns[i]) }) else { continue }
+                if column.notNull || (column.primaryKeyPosition > 0 && (table.withoutRowid || table.hasRowidAlias)) { continue }
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The plan for the rows of `plan`'s table whose key holds a NULL: a
+    /// multiset of the columns `plan` compares (key included), and the SQL
+    /// condition that selects those rows. With `rowid` (a name to select it
+    /// by), the rowid is read too, as column 0, but not compared: a patch
+    /// deletes by it.
+    static func nullKeyPlan(_ plan: TablePlan, rowid: String? = nil) -> (plan: TablePlan, filter: String) {
+        var multiset = plan
+        multiset.mode = .multiset
+        multiset.userKey = false
+        let wanted = Set(plan.keyIndexes + plan.comparedIndexes)
+        multiset.keyIndexes = plan.columns.indices.filter { wanted.contains($0) }
+        multiset.comparedIndexes = []
+        if let rowid {
+            multiset.columns.insert(rowid, at: 0)
+            multiset.keyIndexes = multiset.keyIndexes.map { $0 + 1 }
+            multiset.rowidColumn = rowid
+        }
+        let filter = plan.keyIndexes.map { quoteIdentifier(plan.columns[$0]) + " IS NULL" }.joined(separator: " OR ")
+        return (multiset, "(" + filter + ")")
+    }
+
     /// One pass over both sides in key order. A nil connection is an empty
-    /// side. Each side is read on its own thread (see `RowStream`).
+    /// side. Each side is read on its own thread (see `RowStream`). `filter`
+    /// (SQL) limits the rows read.
     static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
-                      stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil) throws -> ChangeCounts {
+                      stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil,
+                      filter: String? = nil, sources: (a: PageSource?, b: PageSource?)? = nil) throws -> ChangeCounts {
+        try mergeCounting(ca, cb, plan: plan, consumer: consumer, stopAtFirstDifference: stopAtFirstDifference,
+                          shortcut: shortcut, filter: filter, sources: sources).counts
+    }
+
+    /// `merge`, and with `skippingNullKeys` rows whose key holds a NULL left
+    /// out of it and counted (both sides together).
+    static func mergeCounting(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
+                              stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil, filter: String? = nil,
+                              skippingNullKeys: Bool = false,
+                              sources: (a: PageSource?, b: PageSource?)? = nil) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
         let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
-        let reading = shortcut?.reading(plan) ?? .everything
-        let sa = try ca.map { try stream($0, plan, reading) }
+        var reading = shortcut?.reading(plan) ?? .everything
+        if let shortcut, shortcut.shared.sharedPages * 8 < shortcut.shared.leavesA, filter == nil, sources?.a != nil,
+           try sources?.a?.orderMismatch(plan) == nil, try sources?.b?.orderMismatch(plan) == nil {
+            // Hardly any leaf shared whole, only cells here and there (a
+            // VACUUMed or restored copy): a statement per gap between them
+            // costs more than decoding every row from the pages. (A pair
+            // that shares history, even with half its leaves changed, reads
+            // only the gaps: fewer rows.)
+            reading = .everything
+        }
+        let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
-        let sb = try cb.map { try stream($0, plan, reading) }
+        let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
         defer { sb?.close() }
         var hasA = try sa?.next() ?? false
         var hasB = try sb?.next() ?? false
         var counts = ChangeCounts()
+        var nullKeyRows = 0
+        func keyHoldsNull(_ row: DiffRow) -> Bool { plan.keyIndexes.contains { row.isNull(at: $0) } }
         var previousA: [Value] = [], previousB: [Value] = []
         var changed: [Int] = []
         let keys = plan.keyIndexes
         var processed = 0
         while hasA || hasB {
             if stopAtFirstDifference && counts.total > 0 { break }
+            if skippingNullKeys {
+                if hasA && keyHoldsNull(sa!.row) { nullKeyRows += 1; hasA = try sa!.next(); continue }
+                if hasB && keyHoldsNull(sb!.row) { nullKeyRows += 1; hasB = try sb!.next(); continue }
+            }
             processed += 1
             if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
             let order: Int
@@ -295,15 +392,27 @@ public enum DiffEngine {
                 hasB = try sb!.next()
             }
         }
-        return counts
+        return (counts, nullKeyRows)
     }
 
     /// A stream of a side's rows: all of them, or only those outside the
     /// ranges both files share.
-    static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading) throws -> RowStream {
+    static func stream(_ connection: Connection, _ plan: TablePlan, _ reading: TableShortcut.Reading,
+                       filter: String? = nil, pages: PageSource? = nil) throws -> RowStream {
+        var reading = reading
+        switch reading {
+        case .gaps(_, let ranges) where ranges.isEmpty, .unsharedRowids(_, let ranges) where ranges.isEmpty:
+            // Nothing shared (a VACUUMed or restored copy): every row, from the pages where it can be.
+            reading = .everything
+        case .everything:
+            break
+        default:
+            pages?.noteStatements("rows outside the pages both files share")
+        }
         switch reading {
         case .everything:
-            return try RowStream(try connection.prepare(selectSQL(plan)))
+            if filter == nil, let pages, let stream = try pages.stream(plan) { return stream }
+            return try RowStream(try connection.prepare(selectSQL(plan, where: filter)))
         case .unsharedRowids(let rowid, let ranges):
             try RowidFilter.register(ranges, on: connection)
             return try RowStream(try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")))

@@ -19,6 +19,12 @@ public struct DiffOptions: Sendable {
     /// Skip the key ranges whose b-tree pages are byte-identical in both
     /// files (see `SharedPages`); false reads every row.
     public var skipSharedPages = true
+    /// Decode rows straight from the b-tree pages where a table's tree order
+    /// is the merge's key order (see `DiffPages`); false reads every table
+    /// with statements. The result is the same.
+    public var readPages = true
+    /// Threads that read each side's pages (0: half the cores, at least 1, at most 4).
+    public var threadsPerSide = 0
     public init() {}
 }
 
@@ -36,6 +42,8 @@ public enum MatchMode: String, Sendable {
 public struct TablePlan: Sendable {
     public var name: String
     /// The selected columns, in order; the first is the rowid when `rowidColumn` is set.
+    /// (In a multiset plan the rowid is read only to address A's rows: it is
+    /// neither compared nor inserted. Rows whose key holds a NULL are diffed so.)
     public var columns: [String]
     /// Indexes into `columns` of the matching key, in key order.
     public var keyIndexes: [Int]
@@ -112,6 +120,8 @@ public protocol DiffConsumer: AnyObject {
 public struct DiffSummary: Sendable {
     public var schemaChanges: [SchemaChange] = []
     public var tables: [(name: String, counts: ChangeCounts)] = []
+    /// Tables read with statements rather than from their pages, and why (for -v).
+    public var notes: [String] = []
     public var identical: Bool { schemaChanges.isEmpty && tables.allSatisfy { $0.counts.total == 0 } }
     public init() {}
 }

@@ -1,7 +1,8 @@
-// Reads one side of a table diff on its own thread: the thread steps the
-// statement and copies rows into compact batches that the merge (on the
-// calling thread) reads through `DiffRow` views. A bounded queue of batches
-// keeps memory flat; the two sides of a table are read at once.
+// Reads one side of a table diff on other threads: they step a statement, or
+// decode the table's b-tree pages (in key-ordered parts, several at once), and
+// copy rows into compact batches that the merge (on the calling thread) reads
+// through `DiffRow` views. Bounded queues of batches keep memory flat; the
+// two sides of a table are read at once.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -80,6 +81,38 @@ final class RowBatch {
                 if let pointer, length > 0 { (bytes + byteCount + 1).update(from: pointer.assumingMemoryBound(to: UInt8.self), count: length) }
                 byteCount += 1 + length
             default:
+                reserve(1)
+                bytes[byteCount] = UInt8(SQLITE_NULL)
+                byteCount += 1
+            }
+        }
+        addOffset(byteCount)
+        rows += 1
+    }
+
+    /// Appends a row decoded from the pages.
+    func append(_ row: DecodedRow) {
+        for cell in row.cells {
+            addOffset(byteCount)
+            switch cell {
+            case .integer(let v):
+                reserve(9)
+                bytes[byteCount] = UInt8(SQLITE_INTEGER)
+                UnsafeMutableRawPointer(bytes + byteCount + 1).storeBytes(of: UInt64(bitPattern: v), as: UInt64.self)
+                byteCount += 9
+            case .real(let d):
+                reserve(9)
+                bytes[byteCount] = UInt8(SQLITE_FLOAT)
+                UnsafeMutableRawPointer(bytes + byteCount + 1).storeBytes(of: d.bitPattern, as: UInt64.self)
+                byteCount += 9
+            case .text(let b), .blob(let b):
+                reserve(1 + b.count)
+                if case .text = cell { bytes[byteCount] = UInt8(SQLITE_TEXT) } else { bytes[byteCount] = UInt8(SQLITE_BLOB) }
+                if let base = b.baseAddress, b.count > 0 {
+                    (bytes + byteCount + 1).update(from: base.assumingMemoryBound(to: UInt8.self), count: b.count)
+                }
+                byteCount += 1 + b.count
+            case .null:
                 reserve(1)
                 bytes[byteCount] = UInt8(SQLITE_NULL)
                 byteCount += 1
@@ -211,61 +244,133 @@ final class BatchQueue: @unchecked Sendable {
     }
 }
 
-/// Steps prepared statements on its own thread into a `BatchQueue`: one
-/// statement, or a run of segments (a statement reset and bound for each, all
-/// with the same columns) read in order as one stream of rows. The
-/// statements' connection is used by that thread alone until the queue
-/// reports the end (`waitFinished`).
-final class RowStream: @unchecked Sendable {
-    let segmentCount: Int
-    /// Segment `i`'s statement, reset and bound (called on the reader thread).
-    let segment: (Int) throws -> Statement
-    let queue = BatchQueue()
+/// Where a producer puts rows: a batch filled and handed to its part's queue
+/// when full. `append` throws `RowStream.Cancelled` once the reader is gone.
+final class BatchSink {
+    let queue: BatchQueue
     let columns: Int
+    private var current: RowBatch
+
+    init(queue: BatchQueue, columns: Int) {
+        self.queue = queue
+        self.columns = columns
+        current = RowBatch(columns: columns)
+    }
+
+    @inline(__always)
+    private func flushIfFull() throws {
+        if current.byteCount >= 1 << 16 || current.rows >= 1024 {
+            guard queue.put(current) else { throw RowStream.Cancelled() }
+            current = RowBatch(columns: columns)
+        }
+    }
+
+    /// The statement's current row.
+    func append(_ statement: OpaquePointer) throws {
+        current.append(statement)
+        try flushIfFull()
+    }
+
+    /// A row decoded from the pages.
+    func append(_ row: DecodedRow) throws {
+        current.append(row)
+        try flushIfFull()
+    }
+
+    /// Hands over the last batch.
+    func flush() throws {
+        if current.rows > 0 {
+            guard queue.put(current) else { throw RowStream.Cancelled() }
+            current = RowBatch(columns: columns)
+        }
+    }
+}
+
+/// The rows of one side of a table diff, produced on other threads and read
+/// in order by the merge. The rows come in parts (one part for statements;
+/// key-ordered pieces of the b-tree for the page reader), each with its own
+/// bounded queue; `threads` threads produce them, thread k the parts k,
+/// k + threads, ..., so up to `threads` parts are read at once while the
+/// merge takes them in order. Memory stays flat: each queue holds a few
+/// batches. The connection (or page reader) of a side is used by these
+/// threads alone until `close` returns.
+final class RowStream: @unchecked Sendable {
+    struct Cancelled: Error {}
+
+    let columns: Int
+    private let queues: [BatchQueue]
+    private let produce: (Int, BatchSink) throws -> Void
+    private var part = 0
     var batch: RowBatch?
     var index = 0
-    private var thread = pthread_t()
 
     convenience init(_ statement: Statement) throws {
         try self.init(columns: statement.columnCount, segmentCount: 1) { _ in statement }
     }
 
-    /// Starts reading `segmentCount` segments of `columns` columns.
-    init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> Statement) throws {
-        self.segmentCount = segmentCount
-        self.segment = segment
-        self.columns = columns
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let stream = Unmanaged<RowStream>.fromOpaque(raw!).takeRetainedValue()
-            stream.produce()
-            return nil
-        }, context)
-        if rc != 0 {
-            Unmanaged<RowStream>.fromOpaque(context).release()
-            throw DatabaseError(code: .error, message: "cannot start a reader thread (error \(rc))")
-        }
-        pthread_detach(thread)
-    }
-
-    private func produce() {
-        var current = RowBatch(columns: columns)
-        do {
+    /// One part: `segmentCount` segments of `columns` columns, each a
+    /// statement reset and bound by `segment` (called on the reader thread).
+    convenience init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> Statement) throws {
+        try self.init(columns: columns, parts: 1, threads: 1) { _, sink in
             for i in 0..<segmentCount {
                 let statement = try segment(i)
+                defer { statement.reset() }
                 let handle = statement.handle
-                while try statement.step() {
-                    current.append(handle)
-                    if current.byteCount >= 1 << 16 || current.rows >= 1024 {
-                        guard queue.put(current) else { statement.reset(); queue.finish(nil); return }
-                        current = RowBatch(columns: columns)
-                    }
-                }
+                while try statement.step() { try sink.append(handle) }
             }
-            if current.rows > 0 { _ = queue.put(current) }
-            queue.finish(nil)
-        } catch {
-            queue.finish(error)
+        }
+    }
+
+    /// Starts `threads` threads that produce `parts` parts: `produce(part,
+    /// sink)` puts part `part`'s rows into `sink`, in order.
+    init(columns: Int, parts: Int, threads: Int, produce: @escaping (Int, BatchSink) throws -> Void) throws {
+        self.columns = columns
+        self.produce = produce
+        queues = (0..<max(parts, 1)).map { _ in BatchQueue() }
+        let threads = max(1, min(threads, queues.count))
+        for first in 0..<threads {
+            final class Start {
+                let stream: RowStream, first: Int, step: Int
+                init(_ stream: RowStream, _ first: Int, _ step: Int) { self.stream = stream; self.first = first; self.step = step }
+            }
+            var thread = pthread_t()
+            let context = Unmanaged.passRetained(Start(self, first, threads)).toOpaque()
+            let rc = pthread_create(&thread, nil, { raw in
+                let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+                start.stream.run(from: start.first, step: start.step)
+                return nil
+            }, context)
+            if rc != 0 {
+                Unmanaged<Start>.fromOpaque(context).release()
+                // The parts of this thread and of those never started end with the error.
+                let error = DatabaseError(code: .error, message: "cannot start a reader thread (error \(rc))")
+                for k in first..<threads {
+                    for part in stride(from: k, to: queues.count, by: threads) { queues[part].finish(error) }
+                }
+                return
+            }
+            pthread_detach(thread)
+        }
+    }
+
+    /// Produces parts `from`, `from + step`, ... Every one of them is
+    /// finished whatever happens, so that `close` never waits forever.
+    private func run(from first: Int, step: Int) {
+        var stopped = false
+        for part in stride(from: first, to: queues.count, by: step) {
+            if stopped { queues[part].finish(nil); continue }
+            let sink = BatchSink(queue: queues[part], columns: columns)
+            do {
+                try produce(part, sink)
+                try sink.flush()
+                queues[part].finish(nil)
+            } catch is Cancelled {
+                queues[part].finish(nil)
+                stopped = true
+            } catch {
+                queues[part].finish(error)
+                stopped = true
+            }
         }
     }
 
@@ -276,17 +381,24 @@ final class RowStream: @unchecked Sendable {
             return true
         }
         batch = nil
-        guard let next = try queue.take() else { return false }
-        batch = next
-        index = 0
-        return next.rows > 0
+        while part < queues.count {
+            if let next = try queues[part].take() {
+                batch = next
+                index = 0
+                if next.rows > 0 { return true }
+            } else {
+                part += 1
+            }
+        }
+        return false
     }
 
     var row: DiffRow { batch!.row(index) }
 
-    /// Stops the reader and waits for it, so that the statement can be finalized.
+    /// Stops the readers and waits for them, so that statements can be
+    /// finalized and the connection used again.
     func close() {
-        queue.cancel()
-        queue.waitFinished()
+        for queue in queues { queue.cancel() }
+        for queue in queues { queue.waitFinished() }
     }
 }

@@ -192,7 +192,12 @@ public final class SQLPatchWriter: DiffConsumer {
 
     func appendWhere(_ plan: TablePlan, _ row: DiffRow) throws {
         line.append(contentsOf: " WHERE ".utf8)
-        if plan.mode == .multiset {
+        if plan.mode == .multiset && plan.rowidColumn != nil {
+            // Rows without a key (their key holds a NULL), read with their rowid.
+            appendColumn(plan, 0)
+            line.append(UInt8(ascii: "="))
+            try appendCell(plan, row, 0)
+        } else if plan.mode == .multiset {
             // No key: delete one row holding exactly these values.
             line.append(contentsOf: "rowid = (SELECT rowid FROM ".utf8)
             appendTable(plan)
@@ -234,18 +239,21 @@ public final class SQLPatchWriter: DiffConsumer {
         try appendInsert(plan) { _ in new }
     }
 
-    /// Spools `INSERT INTO table(columns) VALUES(...)`, column i's value taken from `row(i)`.
+    /// Spools `INSERT INTO table(columns) VALUES(...)`, column i's value taken
+    /// from `row(i)`. A multiset plan's rowid is not inserted: the new row
+    /// takes a rowid of its own (B's could belong to another row of A).
     func appendInsert(_ plan: TablePlan, _ row: (Int) -> DiffRow) throws {
         line.append(contentsOf: "INSERT INTO ".utf8)
         appendTable(plan)
         line.append(UInt8(ascii: "("))
-        for i in plan.columns.indices {
-            if i > 0 { line.append(UInt8(ascii: ",")) }
+        let written = plan.columns.indices.filter { $0 != 0 || plan.rowidColumn == nil || plan.mode != .multiset }
+        for (n, i) in written.enumerated() {
+            if n > 0 { line.append(UInt8(ascii: ",")) }
             appendColumn(plan, i)
         }
         line.append(contentsOf: ") VALUES(".utf8)
-        for i in plan.columns.indices {
-            if i > 0 { line.append(UInt8(ascii: ",")) }
+        for (n, i) in written.enumerated() {
+            if n > 0 { line.append(UInt8(ascii: ",")) }
             try appendCell(plan, row(i), i)
         }
         line.append(contentsOf: ");".utf8)

@@ -51,6 +51,8 @@ struct SharedRanges {
     var ranges: [(low: KeyBound, high: KeyBound)]
     /// Pages compared and found identical (for tests and -v).
     var sharedPages = 0
+    /// A's leaf pages (identical ones among them count in `sharedPages`).
+    var leavesA = 0
 }
 
 /// Finds the key ranges of a table whose b-tree pages are identical in A and B.
@@ -86,7 +88,8 @@ final class SharedPages {
         defer { comparison.release() }
         guard comparison.visit(rootA, depth: 0) != nil else { return nil }
         return SharedRanges(kind: withoutRowid ? .primaryKey : .rowid,
-                            ranges: comparison.ranges.map { ($0.low, $0.high) }, sharedPages: comparison.sharedPages)
+                            ranges: comparison.ranges.map { ($0.low, $0.high) }, sharedPages: comparison.sharedPages,
+                            leavesA: comparison.leaves)
     }
 
     private func rootPage(_ connection: Connection, _ name: String) throws -> UInt32? {
@@ -191,6 +194,8 @@ struct TreeComparison {
     var ranges: [Range] = []
     var sharedPages = 0
     private var leafCounter = 0
+    /// A's leaf pages visited.
+    var leaves: Int { leafCounter }
     private var visitedA: PageSet
     /// In an index b-tree, A leaf positions whose following divider entry
     /// (in an interior page) is byte-identical in B.

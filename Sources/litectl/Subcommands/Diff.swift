@@ -19,7 +19,12 @@ struct Diff: ParsableCommand {
             tables, INTEGER PRIMARY KEY = rowid). A table without a primary key is \
             compared as a multiset of whole rows (a row deleted and re-inserted under \
             a new rowid is no change), unless --key TABLE=COL,... names key columns or \
-            --rowid asks to match by rowid as sqldiff does. Values compare exactly: \
+            --rowid asks to match by rowid as sqldiff does. A row whose key holds a \
+            NULL has no key (SQLite lets any number of rows of a rowid table hold \
+            NULL in a primary key that is not the INTEGER PRIMARY KEY, and in a \
+            UNIQUE column named by --key): such rows are compared as a multiset of \
+            whole rows too, in every format (the sql patch deletes them by rowid; \
+            a changeset cannot carry them, which a note on stderr says). Values compare exactly: \
             1, 1.0, '1' and x'31' all differ, TEXT compares by its bytes (a NOCASE \
             column's 'abc' and 'ABC' differ), REALs by their bits. Generated columns \
             and hidden columns of virtual tables are not compared; shadow tables of \
@@ -86,6 +91,16 @@ struct Diff: ParsableCommand {
             sides, in files with the same page size and UTF-8 text; a table with a \
             page in either -wal is read in full. --full-scan reads every row.
 
+            Rows are decoded straight from the b-tree pages (SQLite's own file handle, \
+            inside the read transaction; pages of a -wal when the snapshot's frames can \
+            be pinned down) wherever a table's b-tree order is the comparison's key \
+            order: tables keyed by rowid or INTEGER PRIMARY KEY, and WITHOUT ROWID \
+            tables whose key sorts BINARY ascending, in UTF-8 files. Each side is read \
+            on its own threads, in key-ordered parts when there are cores to spare. \
+            Other tables (no primary key, another key, virtual tables, a -wal whose \
+            snapshot cannot be pinned down) are read with SQL statements; --verbose \
+            names them on stderr. The result is the same either way.
+
             Exit status: 0 identical (after filters), 1 different, 2 error.
             """)
 
@@ -124,6 +139,9 @@ struct Diff: ParsableCommand {
 
     @Flag(help: "Read every row, even where A and B share identical b-tree pages.")
     var fullScan = false
+
+    @Flag(name: .shortAndLong, help: "Say on stderr which tables were read with SQL statements rather than from their pages, and why.")
+    var verbose = false
 
     @OptionGroup var database: DatabaseOptions
 
@@ -178,8 +196,15 @@ struct Diff: ParsableCommand {
             printError(describe(error))
             throw ExitStatus.error
         }
+        if verbose {
+            for note in result.notes { printError("note: \(note)") }
+        }
         if let writer = consumer as? ChangesetWriter {
             for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
+            for table in writer.nullKeyRowsLeftOut {
+                printError("note: table \(table.name): \(table.rows) changed row\(table.rows == 1 ? "" : "s") with NULL in the primary key "
+                           + "not in the changeset (a changeset addresses rows by key)")
+            }
         }
         if !result.identical { throw ExitStatus.findings }
     }
