@@ -77,6 +77,46 @@ final class PageRowSumsTests: XCTestCase {
         XCTAssertTrue(reusedSomewhere, "incremental backups reuse the sums of unchanged pages")
     }
 
+    /// A page decoded once is reused by every later backup until it changes
+    /// again (the cache lists pages in order, reused and decoded ones mixed
+    /// in one chunk), by both ways of scanning; a killed run's temporary
+    /// cache file is removed by the next run.
+    func testChangedPagesAreDecodedOnce() throws {
+        for fromWrites in [true, false] {
+            RepoBackup.pagesFromWrites = fromWrites
+            defer { RepoBackup.pagesFromWrites = true }
+            let folder = try TemporaryFolder("rowsums")
+            let store = FolderStore(path: folder.file("repo"))
+            try store.createRoot()
+            let repository = try Repository.initialize(store, secret: nil)
+            let db = folder.file("app.db")
+            try makeDatabase(db, """
+                CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, b BLOB);
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)
+                INSERT INTO t SELECT x, printf('%.50d', x), CASE WHEN x % 100 = 0 THEN randomblob(9000) END FROM c;
+                """)
+            _ = try backup(db, repository, folder: folder)
+            // Unchanged: only the pages whose rows run into overflow pages are decoded.
+            let baseline = try backup(db, repository, folder: folder).hashPagesDecoded
+            _ = try sqlite3([db, "UPDATE t SET v = v || '!' WHERE id % 150 = 7"])
+            let changed = try backup(db, repository, folder: folder)
+            XCTAssertGreaterThan(changed.hashPagesDecoded, baseline)
+            XCTAssertGreaterThan(changed.hashPagesReused, 0)
+            // A temporary cache file of a process that is gone.
+            let cache = try XCTUnwrap(RowSumCache.location(repository: repository.id, host: RepoLock.hostname,
+                                                           path: BackupJob.resolvedPath(db)))
+            let cacheFolder = (cache as NSString).deletingLastPathComponent
+            var dead: Int32 = 4_000_000
+            while kill(dead, 0) == 0 || errno != ESRCH { dead += 1 }
+            let stale = cacheFolder + "/.\((cache as NSString).lastPathComponent).tmp-\(dead)-12345"
+            XCTAssertTrue(FileManager.default.createFile(atPath: stale, contents: Data(count: 100)))
+            let again = try backup(db, repository, folder: folder)
+            XCTAssertEqual(again.hashPagesDecoded, baseline, "pages written by \(fromWrites ? "the copy" : "the scan")")
+            XCTAssertEqual(again.snapshot.logicalHash, changed.snapshot.logicalHash)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cacheFolder), [(cache as NSString).lastPathComponent])
+        }
+    }
+
     /// A cache that is damaged, or that another schema made, is ignored.
     func testDamagedOrForeignCacheIsIgnored() throws {
         let folder = try TemporaryFolder("rowsums")

@@ -36,6 +36,9 @@ final class PageRowSums {
     private(set) var notes: [String] = []
     private var cacheIn: RowSumCache.Reader?
     private var cacheOut: RowSumCache.Writer?
+    /// Entries for the new cache not yet written: the file must list pages in
+    /// increasing order, and a chunk's reused sums are known before its decoded ones.
+    private var pending: [RowSumCache.Entry] = []
     private var buffer: [UInt8] = []
     /// Pages whose sums came from the cache, and pages decoded.
     private(set) var reused = 0, decoded = 0
@@ -141,25 +144,29 @@ final class PageRowSums {
         if let cached = cacheIn?.entry(for: UInt32(p)), cached.table == UInt16(t), cached.id == id {
             cached.sum.withUnsafeBytes { sums[t].add($0) }
             rows[t] += Int64(cached.rows)
-            cacheOut?.add(cached)
+            if cacheOut != nil { pending.append(cached) }
             reused += 1
             return false
         }
         return true
     }
 
-    /// Adds the rows of page `p`, one that `needs` asked for.
-    func add(_ p: Int, bytes: UnsafeRawBufferPointer, id: PageID) {
+    /// Adds the rows of page `p`, one that `needs` asked for (the batch
+    /// below writes the cache entries).
+    private func addOne(_ p: Int, bytes: UnsafeRawBufferPointer, id: PageID) {
         let t = Int(owner[p]) - 1
         apply(p, t, id, Result { try pageSum(t, bytes, page: UInt32(p), decoders: decoders, buffer: &buffer) })
     }
 
     /// Adds the rows of pages that `needs` asked for, given in increasing
-    /// order: decoded on up to `threads` threads, added in order.
+    /// order: decoded on up to `threads` threads, added in order. Call it once
+    /// per run of pages asked about (even with none): it writes their cache
+    /// entries, reused and new, in page order.
     func add(_ pages: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)], threads: Int) {
+        defer { writePending() }
         let n = min(threads, pages.count / 4)
         guard n >= 2 else {
-            for page in pages { add(page.p, bytes: page.bytes, id: page.id) }
+            for page in pages { addOne(page.p, bytes: page.bytes, id: page.id) }
             return
         }
         while workerDecoders.count < n - 1 {
@@ -183,6 +190,13 @@ final class PageRowSums {
         for (k, page) in pages.enumerated() { apply(page.p, Int(owner[page.p]) - 1, page.id, results[k]!) }
     }
 
+    private func writePending() {
+        guard let cacheOut, !pending.isEmpty else { return }
+        pending.sort { $0.page < $1.page }
+        for entry in pending { cacheOut.add(entry) }
+        pending.removeAll(keepingCapacity: true)
+    }
+
     private func apply(_ p: Int, _ t: Int, _ id: PageID, _ result: Result<(UInt256, Int, Bool), any Error>) {
         guard !failed[t] else { return }
         switch result {
@@ -192,8 +206,8 @@ final class PageRowSums {
             decoded += 1
             // A page whose rows run on in overflow pages depends on those
             // too: its sum is never reused.
-            if !overflow {
-                cacheOut?.add(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: id, rows: UInt32(count), sum: sum.bytes))
+            if !overflow && cacheOut != nil {
+                pending.append(RowSumCache.Entry(page: UInt32(p), table: UInt16(t), id: id, rows: UInt32(count), sum: sum.bytes))
             }
         case .failure(let error):
             fail(t, "\(error)")
@@ -238,6 +252,7 @@ final class PageRowSums {
         for t in tables.indices where !failed[t] { known[t] = (sums[t], rows[t]) }
         let hash = try ContentHasher.hash(connection, options: ContentHashOptions(), known: known)
         notes += hash.notes
+        writePending()
         cacheOut?.commit()
         return hash.digest
     }

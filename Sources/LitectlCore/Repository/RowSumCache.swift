@@ -132,9 +132,10 @@ enum RowSumCache {
 
     /// Writes a new cache file as a temporary file beside `path`, renamed over
     /// it by `commit()`; dropped (never half-written under the name) otherwise.
+    /// A killed run's temporary file is removed by the next one.
     final class Writer {
         let path: String
-        private let temporary: String
+        private let file: TemporaryFile
         private let fd: Int32
         private var buffer: [UInt8] = []
         private var hasher = SHA256()
@@ -144,10 +145,12 @@ enum RowSumCache {
         init?(path: String, fingerprint: [UInt8]) {
             self.path = path
             let folder = (path as NSString).deletingLastPathComponent
+            let name = (path as NSString).lastPathComponent
             guard (try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)) != nil else { return nil }
-            temporary = folder + "/." + (path as NSString).lastPathComponent + ".tmp-\(getpid())"
-            fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { return nil }
+            TemporaryFiles.removeStale(in: folder, stem: name)
+            guard let file = try? TemporaryFile(in: folder, stem: name, permissions: 0o600) else { return nil }
+            self.file = file
+            fd = file.descriptor
             buffer.reserveCapacity(1 << 16)
             append(magic)
             var v = version.littleEndian
@@ -155,10 +158,7 @@ enum RowSumCache {
             append(fingerprint)
         }
 
-        deinit {
-            close(fd)
-            unlink(temporary)
-        }
+        deinit { file.discard() }
 
         private func append(_ bytes: [UInt8]) {
             buffer.append(contentsOf: bytes)
@@ -190,8 +190,9 @@ enum RowSumCache {
             count += 1
         }
 
-        /// Finishes the file and renames it into place (a cache, so no fsync:
-        /// a file cut short by a crash fails its checksum and is ignored).
+        /// Finishes the file and renames it into place (fsynced as every
+        /// file litectl lands; a file cut short anyway fails its checksum and
+        /// is ignored).
         func commit() {
             var n = count.littleEndian
             withUnsafeBytes(of: &n) { append(Array($0)) }
@@ -202,7 +203,7 @@ enum RowSumCache {
                 let w = digest.withUnsafeBytes { write(fd, $0.baseAddress! + at, $0.count - at) }
                 if w <= 0 { failed = true } else { at += w }
             }
-            if !failed { rename(temporary, path) }
+            if !failed { try? file.commit(as: path, replace: true) }
         }
     }
 }
