@@ -81,7 +81,7 @@ final class RecoveryRun {
         self.request = request
         self.progress = progress
         // A target we may not write fails before any reading.
-        try RecoveredDatabase.checkTarget(request.output, replace: request.replace)
+        try RecoveredDatabase.checkTarget(request.output, source: request.source, replace: request.replace)
         file = try DamagedFile(path: request.source)
         owners = PageOwners(pageCount: file.pageCount)
         walker = TreeSalvage(file: file)
@@ -114,7 +114,7 @@ final class RecoveryRun {
         }
         settings.maxLength = Int(clamping: min(1_000_000_000, max(file.fileSize * 2, 16 << 20)))
         let permissions = (try? DurableFolder.permissions(of: request.source)) ?? 0o644
-        out = try RecoveredDatabase(path: request.output, replace: request.replace, permissions: permissions | 0o600,
+        out = try RecoveredDatabase(path: request.output, source: request.source, replace: request.replace, permissions: permissions | 0o600,
                                     settings: settings)
         lost = LostAndFound(database: out)
         do {
