@@ -96,10 +96,11 @@ final class RecoveryRun {
     func run() throws -> RecoveryReport {
         let total = file.pageCount
         walker.progress = { [weak self] read in self?.report(read + (self?.extraPagesRead ?? 0)) }
-        var page: UInt32 = 1
-        while page <= total {
-            if file.isReserved(page) { _ = owners.claim(page, as: .reserved) }
+        // Counted up before use, so that a count of UInt32.max cannot overflow.
+        var page: UInt32 = 0
+        while page < total {
             page += 1
+            if file.isReserved(page) { _ = owners.claim(page, as: .reserved) }
         }
         readSchema()
 
