@@ -114,6 +114,51 @@ import TestSupport
         #expect(try folder.listing() == ["out.db", "shop.db"])
     }
 
+    /// --force never renames the new file over DAMAGED itself (by name, a
+    /// hard link or a symbolic link: that would destroy the original), nor
+    /// over an OUT with a -wal or -journal beside it, which SQLite would
+    /// replay onto the new file. Both are refused with OUT named, and nothing
+    /// changes.
+    @Test func forceRefusesTheDamagedFileAndALeftoverJournal() throws {
+        let folder = try TemporaryFolder("cli-recover-self")
+        let db = folder.file("shop.db")
+        try makeShop(db)
+        try zero(db, page: try secondLeafOfItem(db), pageSize: 1024)
+        try FileManager.default.linkItem(atPath: db, toPath: folder.file("hard.db"))
+        try FileManager.default.createSymbolicLink(atPath: folder.file("soft.db"), withDestinationPath: db)
+        let before = try FileFingerprint(db)
+        for target in [db, folder.file("hard.db"), folder.file("soft.db")] {
+            let r = try litectl("recover", "--force", db, target)
+            #expect(r.status == 2 && r.stderr == "litectl: \(target): is the damaged database itself; recover writes to another file\n",
+                    "\(r.stderr)")
+            #expect(r.stdout.isEmpty)
+        }
+        #expect(try FileFingerprint(db) == before)
+        #expect(try folder.listing() == ["hard.db", "shop.db", "soft.db"], "no temporary file left")
+
+        // An old database in WAL mode whose WAL was left behind (a copy taken mid-write).
+        let old = folder.file("old.db")
+        try makeDatabase(old, "PRAGMA journal_mode=WAL; CREATE TABLE gone(x); INSERT INTO gone VALUES (1);")
+        try Data("not really a WAL".utf8).write(to: URL(fileURLWithPath: old + "-wal"))
+        for suffix in ["-wal", "-journal"] {
+            if suffix == "-journal" {
+                try FileManager.default.moveItem(atPath: old + "-wal", toPath: old + "-journal")
+            }
+            let oldBytes = try FileFingerprint(old)
+            let r = try litectl("recover", "--force", db, old)
+            #expect(r.status == 2 && r.stderr.contains("\(old): old.db\(suffix) exists beside it"), "\(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1)
+            #expect(try FileFingerprint(old) == oldBytes)
+            // Also when OUT does not exist yet: the leftover would meet the new file.
+            try FileManager.default.moveItem(atPath: old, toPath: old + ".moved")
+            let r2 = try litectl("recover", db, old)
+            #expect(r2.status == 2 && r2.stderr.contains("old.db\(suffix) exists beside it"), "\(r2.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: old))
+            try FileManager.default.moveItem(atPath: old + ".moved", toPath: old)
+        }
+        #expect(try folder.listing().filter { $0.contains(".tmp-") }.isEmpty)
+    }
+
     @Test func nothingToRecoverIsAnErrorWithoutOut() throws {
         let folder = try TemporaryFolder("cli-recover-nothing")
         let missing = try litectl("recover", "missing.db", "out.db", in: folder.path)

@@ -134,7 +134,6 @@ final class DamagedFile {
         if reserved >= pageSize - 480 { reserved = 0 }
         self.pageSize = pageSize
         self.reserved = reserved
-        wal = overlay
         self.walFD = overlay == nil ? -1 : walFD
         if overlay == nil && walFD >= 0 { close(walFD) }
         if let walNote { fileNotes.append(walNote) }
@@ -162,8 +161,13 @@ final class DamagedFile {
                 count = header.pageCountField
             }
         }
-        if let overlay { count = overlay.pageCount }
+        if var bounded = overlay {
+            if let note = bounded.bound(filePages: filePages) { fileNotes.append(note) }
+            count = bounded.pageCount
+            overlay = bounded
+        }
         pageCount = count
+        wal = overlay
         unreadable = PageSet(pageCount: count)
         notes = fileNotes
         // The cache's chunks: a few pages at a time, read with one call.

@@ -61,13 +61,14 @@ struct PageOwners {
         owners[Int(page)] = -1
     }
 
-    /// The unclaimed pages, in order.
+    /// The unclaimed pages, in order. (The loops count up before use: with
+    /// `pageCount` at UInt32.max, `page += 1` after the last page would trap.)
     func unclaimed() -> [UInt32] {
         var pages: [UInt32] = []
-        var page: UInt32 = 1
-        while page <= pageCount {
-            if roles[Int(page)] == 0 { pages.append(page) }
+        var page: UInt32 = 0
+        while page < pageCount {
             page += 1
+            if roles[Int(page)] == 0 { pages.append(page) }
         }
         return pages
     }
@@ -75,10 +76,10 @@ struct PageOwners {
     /// The pages of `role`, in order.
     func pages(_ role: Role) -> [UInt32] {
         var pages: [UInt32] = []
-        var page: UInt32 = 1
-        while page <= pageCount {
-            if roles[Int(page)] == role.rawValue { pages.append(page) }
+        var page: UInt32 = 0
+        while page < pageCount {
             page += 1
+            if roles[Int(page)] == role.rawValue { pages.append(page) }
         }
         return pages
     }

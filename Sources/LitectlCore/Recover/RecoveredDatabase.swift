@@ -27,20 +27,24 @@ final class RecoveredDatabase {
     }
 
     let finalPath: String
+    /// The damaged database (OUT may never be it).
+    let source: String
     let replace: Bool
     let settings: Settings
     let db: Connection
     private let temporary: TemporaryFile
 
     /// Creates the temporary file beside `path`, or fails when `path` exists
-    /// and `replace` is false (before anything is written).
-    init(path: String, replace: Bool, permissions: mode_t, settings: Settings) throws {
+    /// and `replace` is false, or may not be replaced (see `checkTarget`),
+    /// before anything is written.
+    init(path: String, source: String, replace: Bool, permissions: mode_t, settings: Settings) throws {
         finalPath = path
+        self.source = source
         self.replace = replace
         self.settings = settings
         let folder = DurableFolder.parent(of: path)
         let stem = DurableFolder.baseName(of: path)
-        try RecoveredDatabase.checkTarget(path, replace: replace)
+        try RecoveredDatabase.checkTarget(path, source: source, replace: replace)
         // What an earlier run killed with SIGKILL left here for this OUT.
         TemporaryFiles.removeStale(in: folder, stem: stem)
         temporary = try TemporaryFile(in: folder, stem: stem, permissions: permissions)
@@ -80,14 +84,18 @@ final class RecoveredDatabase {
         }
     }
 
-    /// Fails when `path` is a folder, or exists and may not be replaced.
-    static func checkTarget(_ path: String, replace: Bool) throws {
+    /// Fails when `path` is a folder, or exists and may not be replaced, or
+    /// is `source` itself (even with `replace`: the rename would destroy the
+    /// damaged original), or has a -wal or -journal beside it that SQLite
+    /// would replay onto the new file.
+    static func checkTarget(_ path: String, source: String, replace: Bool) throws {
         if DurableFolder.isFolder(path) {
             throw DatabaseError(code: .cantopen, message: "is a folder; give the path of the new database file", path: path)
         }
         if DurableFolder.exists(path) && !replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (give --force to replace it)", path: path)
         }
+        try SeparateOutput.require(path, apartFrom: source, sameFile: "is the damaged database itself; recover writes to another file")
         let folder = DurableFolder.parent(of: path)
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder", path: folder)

@@ -81,7 +81,7 @@ final class RecoveryRun {
         self.request = request
         self.progress = progress
         // A target we may not write fails before any reading.
-        try RecoveredDatabase.checkTarget(request.output, replace: request.replace)
+        try RecoveredDatabase.checkTarget(request.output, source: request.source, replace: request.replace)
         file = try DamagedFile(path: request.source)
         owners = PageOwners(pageCount: file.pageCount)
         walker = TreeSalvage(file: file)
@@ -96,10 +96,11 @@ final class RecoveryRun {
     func run() throws -> RecoveryReport {
         let total = file.pageCount
         walker.progress = { [weak self] read in self?.report(read + (self?.extraPagesRead ?? 0)) }
-        var page: UInt32 = 1
-        while page <= total {
-            if file.isReserved(page) { _ = owners.claim(page, as: .reserved) }
+        // Counted up before use, so that a count of UInt32.max cannot overflow.
+        var page: UInt32 = 0
+        while page < total {
             page += 1
+            if file.isReserved(page) { _ = owners.claim(page, as: .reserved) }
         }
         readSchema()
 
@@ -114,7 +115,7 @@ final class RecoveryRun {
         }
         settings.maxLength = Int(clamping: min(1_000_000_000, max(file.fileSize * 2, 16 << 20)))
         let permissions = (try? DurableFolder.permissions(of: request.source)) ?? 0o644
-        out = try RecoveredDatabase(path: request.output, replace: request.replace, permissions: permissions | 0o600,
+        out = try RecoveredDatabase(path: request.output, source: request.source, replace: request.replace, permissions: permissions | 0o600,
                                     settings: settings)
         lost = LostAndFound(database: out)
         do {

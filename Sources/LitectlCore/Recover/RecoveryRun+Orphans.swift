@@ -27,9 +27,10 @@ extension RecoveryRun {
 
         // The b-tree pages among the pages nothing claimed (and the free leaves).
         var pages: [UInt32: UnreachedPage] = [:]
-        var page: UInt32 = 2
-        while page <= file.pageCount {
-            defer { page += 1 }
+        // Counted up before use, so that a count of UInt32.max cannot overflow.
+        var page: UInt32 = 1
+        while page < file.pageCount {
+            page += 1
             let role = owners.role(page)
             guard role == .none || role == .freeLeaf && request.readFreelist else { continue }
             extraPagesRead += 1

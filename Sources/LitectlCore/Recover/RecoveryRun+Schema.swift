@@ -72,9 +72,10 @@ extension RecoveryRun {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: file.pageSize, alignment: 8)
         defer { buffer.deallocate() }
         var found: [SchemaEntry] = []
-        var page: UInt32 = 2
-        while page <= file.pageCount {
-            defer { page += 1 }
+        // Counted up before use, so that a count of UInt32.max cannot overflow.
+        var page: UInt32 = 1
+        while page < file.pageCount {
+            page += 1
             extraPagesRead += 1
             if page & 255 == 0 { report(extraPagesRead) }
             guard owners.role(page) == .none, !freePages.contains(page), file.copy(page, into: buffer),

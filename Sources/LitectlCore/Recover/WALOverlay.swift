@@ -13,7 +13,8 @@ import Darwin
 struct WALOverlay {
     /// Page number → offset of that page's data in the -wal.
     var frames: [UInt32: Int]
-    /// The database's size in pages after the last commit.
+    /// The database's size in pages after the last commit (once `bound`, no
+    /// more than the two files can hold).
     var pageCount: UInt32
     /// Frames read and valid (committed or not).
     var validFrames: Int
@@ -76,6 +77,28 @@ struct WALOverlay {
         let framesInFile = Int((size - 32) / Int64(frameSize))
         return WALOverlay(frames: committed, pageCount: pageCount, validFrames: valid,
                           ignoredFrames: framesInFile - (valid - pending.count))
+    }
+
+    /// Bounds `pageCount`, which the last commit frame states in a field
+    /// nothing vouches for (its checksum anyone can compute), by the pages the
+    /// two files can hold: the main file's `filePages`, or else the highest
+    /// page a committed frame writes. A database that grew wrote each new
+    /// page into the -wal (all but the lock-byte page, never written), so a
+    /// frame of a page past `filePages` + one per frame + 1 names a page no
+    /// database of these files has; such frames are dropped. Without this, a
+    /// hostile size (0xFFFFFFFF) would size every per-page table of the run.
+    /// Returns a note for the report when it took anything away.
+    mutating func bound(filePages: UInt32) -> String? {
+        let stated = pageCount
+        let reach = UInt64(filePages) + UInt64(frames.count) + 1
+        let highest = frames.keys.filter { UInt64($0) <= reach }.max() ?? 0
+        let limit = max(1, min(stated, max(filePages, highest)))
+        guard limit < stated else { return nil }
+        let dropped = frames.keys.filter { $0 > limit }.count
+        frames = frames.filter { $0.key <= limit }
+        pageCount = limit
+        let framesNote = dropped > 0 ? "; \(dropped) frames of pages past it ignored" : ""
+        return "the -wal's last commit says the database has \(stated) pages, more than the main file and the -wal hold; read as \(limit) pages\(framesNote)"
     }
 
     /// SQLite's WAL checksum (walChecksumBytes) over `count` bytes (a multiple of 8).

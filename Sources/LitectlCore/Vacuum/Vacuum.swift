@@ -258,7 +258,7 @@ public enum Vacuum {
         if DurableFolder.exists(output) && !request.replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (--force replaces it)", path: output)
         }
-        try requireSeparateOutput(output, database: request.path)
+        try SeparateOutput.require(output, apartFrom: request.path, sameFile: "is the database being vacuumed; --into needs another file")
         let source = try Connection(path: request.path, mode: .readOnly, busyTimeout: request.busyTimeout)
         defer { try? source.close() }
         let before = try source.readTransaction { try FileState.read(source, path: request.path) }
@@ -304,24 +304,6 @@ public enum Vacuum {
         } catch {
             file.discard()
             throw error
-        }
-    }
-
-    /// Refuses an output that is the database itself (the same file, by
-    /// device and inode, so also through a hard or symbolic link: renaming the
-    /// copy over it would swap the file under the database's other
-    /// connections), or that has a -wal or -journal beside it: SQLite would
-    /// replay that old WAL, or roll back that hot journal, onto the new file
-    /// the first time it is opened. See https://www.sqlite.org/tempfiles.html
-    static func requireSeparateOutput(_ output: String, database: String) throws {
-        var a = stat(), b = stat()
-        if stat(output, &a) == 0, stat(database, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
-            throw DatabaseError(code: .cantopen, message: "is the database being vacuumed; --into needs another file", path: output)
-        }
-        for suffix in ["-wal", "-journal"] where DurableFolder.exists(output + suffix) {
-            throw DatabaseError(code: .cantopen,
-                                message: "\(DurableFolder.baseName(of: output))\(suffix) exists beside it (SQLite would apply it to the new file); remove it or choose another file",
-                                path: output)
         }
     }
 

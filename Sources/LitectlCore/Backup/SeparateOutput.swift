@@ -1,0 +1,28 @@
+// The checks a command makes before it renames a new database over an
+// existing file (vacuum --into, recover): the file must not be the database
+// it reads, and no -wal or -journal may lie beside it, which SQLite would
+// replay or roll back onto the new file the first time it is opened.
+// See https://www.sqlite.org/tempfiles.html
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+enum SeparateOutput {
+    /// Refuses `output` when it is `source` itself (the same file, by device
+    /// and inode, so also through a hard or symbolic link: renaming the new
+    /// file over it would replace the file being read), with `sameFile` as the
+    /// message, or when it has a -wal or -journal beside it.
+    static func require(_ output: String, apartFrom source: String, sameFile: String) throws {
+        var a = stat(), b = stat()
+        if stat(output, &a) == 0, stat(source, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+            throw DatabaseError(code: .cantopen, message: sameFile, path: output)
+        }
+        for suffix in ["-wal", "-journal"] where DurableFolder.exists(output + suffix) {
+            throw DatabaseError(code: .cantopen,
+                                message: "\(DurableFolder.baseName(of: output))\(suffix) exists beside it (SQLite would apply it to the new file); remove it or choose another file",
+                                path: output)
+        }
+    }
+}
