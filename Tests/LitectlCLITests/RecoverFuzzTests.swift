@@ -273,8 +273,8 @@ import TestSupport
         }
     }
 
-    @Test func mutatedRealDatabases() throws {
-        try #require(!realDatabases.isEmpty, "no real databases in ../shared/corpus/real")
+    /// Skipped when ../shared/corpus/real is absent.
+    @Test(.enabled(if: !realDatabases.isEmpty)) func mutatedRealDatabases() throws {
         for path in realDatabases { try fuzz(path, label: DurableFolder.baseName(of: path)) }
     }
 
@@ -287,8 +287,8 @@ import TestSupport
         try fuzz(path, label: "generated")
     }
 
-    @Test func mutatedWALsOfRealDatabases() throws {
-        try #require(!realDatabases.isEmpty, "no real databases in ../shared/corpus/real")
+    /// Skipped when ../shared/corpus/real is absent.
+    @Test(.enabled(if: !realDatabases.isEmpty)) func mutatedWALsOfRealDatabases() throws {
         for path in realDatabases { try fuzzWAL(path, label: DurableFolder.baseName(of: path)) }
     }
 
