@@ -4,7 +4,8 @@
 // its paths (page reader and statements): random databases of every page
 // size, text encoding and table kind, changed between backups by updates,
 // deletes, inserts, ALTER TABLE ADD COLUMN and VACUUM; a damaged or foreign
-// cache is ignored, never trusted.
+// cache is ignored, never trusted. A restore sums the rebuilt file the same
+// way, with the cache of the last backup, whichever snapshot it restores.
 import Foundation
 import XCTest
 @testable import LitectlCore
@@ -56,7 +57,8 @@ final class PageRowSumsTests: XCTestCase {
         let store = FolderStore(path: folder.file("repo"))
         try store.createRoot()
         let repository = try Repository.initialize(store, secret: nil)
-        var reusedSomewhere = false
+        var reusedSomewhere = false, restoredFromCache = false
+        var snapshots: [Snapshot] = []
         for seed in UInt64(1)...16 {
             var rng = SplitMix64(seed: seed &* 977)
             let db = folder.file("db\(seed).db")
@@ -72,9 +74,22 @@ final class PageRowSumsTests: XCTestCase {
                 XCTAssertEqual(outcome.snapshot.logicalHash, statements, "seed \(seed) step \(step)")
                 if step == 1 && outcome.hashPagesReused > 0 { reusedSomewhere = true }
                 if step == 0 { XCTAssertEqual(outcome.hashPagesReused, 0, "nothing to reuse on a first backup") }
+                snapshots.append(outcome.snapshot)
             }
+            // Every state restored with the cache the last backup left: the
+            // restore checks its summed hash against the recorded one.
+            for (step, snapshot) in snapshots.enumerated() {
+                let target = folder.file("restored-\(seed)-\(step).db")
+                var request = RepoRestoreRequest(snapshot: snapshot, target: target)
+                request.verify = VerifyLevel.none
+                let restored = try RepoRestore.run(request, repository: repository)
+                if step == snapshots.count - 1 && restored.hashPagesReused > 0 { restoredFromCache = true }
+                XCTAssertEqual(try hashes(target).statements, snapshot.logicalHash, "seed \(seed) step \(step)")
+            }
+            snapshots.removeAll()
         }
         XCTAssertTrue(reusedSomewhere, "incremental backups reuse the sums of unchanged pages")
+        XCTAssertTrue(restoredFromCache, "a restore of the last state reuses the sums its backup left")
     }
 
     /// A page decoded once is reused by every later backup until it changes
@@ -115,6 +130,37 @@ final class PageRowSumsTests: XCTestCase {
             XCTAssertEqual(again.snapshot.logicalHash, changed.snapshot.logicalHash)
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cacheFolder), [(cache as NSString).lastPathComponent])
         }
+    }
+
+    /// A restore of the last state takes every unchanged page's sums from the
+    /// cache its backup left; a restore of an earlier state decodes the pages
+    /// that changed since, and both land with the recorded logical hash.
+    func testRestoreReusesTheCacheOnlyForPagesItMatches() throws {
+        let folder = try TemporaryFolder("rowsums")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let db = folder.file("app.db")
+        try makeDatabase(db, """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+            CREATE TABLE w(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<4000)
+            INSERT INTO t SELECT x, printf('%.50d', x) FROM c;
+            INSERT INTO w SELECT printf('k%06d', id), v FROM t;
+            """)
+        let first = try backup(db, repository, folder: folder).snapshot
+        _ = try sqlite3([db, "UPDATE t SET v = v || '!' WHERE id % 400 = 7; DELETE FROM w WHERE k LIKE '%3'"])
+        let second = try backup(db, repository, folder: folder).snapshot
+        XCTAssertNotEqual(first.logicalHash, second.logicalHash)
+
+        let last = try RepoRestore.run(RepoRestoreRequest(snapshot: second, target: folder.file("last.db")), repository: repository)
+        XCTAssertEqual(last.hashPagesDecoded, 0, "every page of the last state is in the cache")
+        XCTAssertGreaterThan(last.hashPagesReused, 20)
+        let earlier = try RepoRestore.run(RepoRestoreRequest(snapshot: first, target: folder.file("first.db")), repository: repository)
+        XCTAssertGreaterThan(earlier.hashPagesDecoded, 0, "the pages that changed since are decoded")
+        XCTAssertGreaterThan(earlier.hashPagesReused, 0)
+        XCTAssertEqual(try hashes(folder.file("first.db")).statements, first.logicalHash)
+        XCTAssertEqual(try hashes(folder.file("last.db")).statements, second.logicalHash)
     }
 
     /// A cache that is damaged, or that another schema made, is ignored.

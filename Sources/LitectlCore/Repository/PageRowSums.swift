@@ -48,8 +48,9 @@ final class PageRowSums {
     private(set) var fingerprint: [UInt8] = []
 
     /// Opens the copy at `path` and finds the pages of every hashed table.
-    /// `cacheFile` is where the previous backup's sums are and this one's go.
-    init(path: String, cacheFile: String?) throws {
+    /// `cacheFile` is where the previous backup's sums are and, when
+    /// `writeCache`, this one's go (a restore only reads it).
+    init(path: String, cacheFile: String?, writeCache: Bool = true) throws {
         connection = try Connection(path: path, mode: .readOnly, immutable: true)
         try connection.execute("BEGIN DEFERRED")
         _ = try connection.scalar("SELECT count(*) FROM sqlite_schema")
@@ -88,7 +89,7 @@ final class PageRowSums {
         self.fingerprint = Array(fingerprint.finalize())
         if let cacheFile {
             cacheIn = RowSumCache.Reader(path: cacheFile, fingerprint: self.fingerprint)
-            cacheOut = RowSumCache.Writer(path: cacheFile, fingerprint: self.fingerprint)
+            if writeCache { cacheOut = RowSumCache.Writer(path: cacheFile, fingerprint: self.fingerprint) }
         }
     }
 
@@ -221,6 +222,32 @@ final class PageRowSums {
             wanted.append((first + k, ids[k], UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize])))
         }
         add(wanted, threads: threads)
+    }
+
+    /// Adds every page of the file at `path`, page n's id being `ids[n - 1]`
+    /// (ids already checked against the bytes, as a restore checks them):
+    /// reads, 2 MiB at a time, only the pages whose sums the cache lacks.
+    func add(file path: String, ids: [PageID], pageSize: Int, threads: Int) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot open: \(String(cString: strerror(errno)))", path: path) }
+        defer { close(fd) }
+        let chunk = max(1, (2 << 20) / pageSize)
+        var buffer = [UInt8](repeating: 0, count: chunk * pageSize)
+        var first = 0
+        while first < ids.count {
+            let count = min(chunk, ids.count - first)
+            let wanted = (0..<count).filter { needs(first + $0 + 1, id: ids[first + $0]) }
+            if let lo = wanted.first, let hi = wanted.last {
+                let length = (hi + 1 - lo) * pageSize
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + lo * pageSize, length, off_t(first + lo) * off_t(pageSize)) }
+                guard n == length else { throw DatabaseError(code: .ioerr, message: "short read", path: path) }
+            }
+            buffer.withUnsafeBytes { raw in
+                add(wanted.map { k in (first + k + 1, ids[first + k], UnsafeRawBufferPointer(rebasing: raw[k * pageSize..<(k + 1) * pageSize])) },
+                    threads: threads)
+            }
+            first += count
+        }
     }
 
     /// The sum and count of the rows on one page of `t`'s tree, and whether any runs into overflow pages.

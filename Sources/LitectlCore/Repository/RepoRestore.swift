@@ -32,6 +32,9 @@ public struct RepoRestoreOutcome: Sendable {
     public var replacedExisting: Bool
     public var pages: Int
     public var bytesFetched: Int64
+    /// Pages whose row sums the logical hash took from this host's cache
+    /// (RowSumCache), and pages whose rows it decoded.
+    public var hashPagesReused = 0, hashPagesDecoded = 0
 }
 
 public enum RepoRestore {
@@ -52,24 +55,26 @@ public enum RepoRestore {
         let file = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: request.target),
                                      permissions: targetExists ? try DurableFolder.permissions(of: request.target) : 0o644)
         defer { file.discard() }
-        // The index and the page list are let go before the checks.
-        let fetched = try { () throws -> Int64 in
+        // The index is let go before the checks; the pages' ids are kept for the logical hash.
+        let (fetched, ids) = try { () throws -> (Int64, [PageID]) in
             let index = try repository.loadIndex()
             let positions = try repository.pagePositions(of: snapshot, index: index) { n, id in
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
             }
-            return try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
-                                  into: file, progress: progress)
+            let fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
+                                         into: file, progress: progress)
+            return (fetched, positions.map { index.entries[Int($0)].id })
         }()
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
-        // The checks only read the file: the logical hash (on every core) on
-        // one thread; the fsync, the SHA-256 and the SQLite check, if any, on
-        // this one (the fsync waits on the disk, the SHA-256 is one core's).
-        // (A file too damaged to hash is named by its SHA-256 first.)
-        let (logical, (digest, facts)) = try Concurrently.run({ () -> Result<String, any Error> in
-            Result { try ContentHasher.hash(path: file.path).digest }
+        // The checks only read the file, each on a thread of its own beside
+        // the fsync (which waits on the disk): the logical hash (on every
+        // core), and the SHA-256 then the SQLite check, if any. (A file too
+        // damaged to hash is named by its SHA-256 first.)
+        let cacheFile = RowSumCache.location(repository: repository.id, host: snapshot.hostname, path: snapshot.path)
+        let ((logical, ()), (digest, facts)) = try Concurrently.run({ () throws -> (Result<LogicalHash, any Error>, Void) in
+            try Concurrently.run({ Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
+                                 { try file.sync() })
         }, { () throws -> (StreamDigest, CopyFacts?) in
-            try file.sync()
             let digest = try FileStreams.digest(of: file.path)
             guard digest.sha256 == snapshot.databaseSHA256 else { return (digest, nil) }
             return (digest, level == .none ? nil : try BackupJob.inspect(file.path, verify: level))
@@ -80,21 +85,41 @@ public enum RepoRestore {
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
         }
-        guard try logical.get() == snapshot.logicalHash else {
+        let summed = try logical.get()
+        guard summed.digest == snapshot.logicalHash else {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database's logical hash differs from the snapshot's; nothing restored", path: request.target)
         }
+        var outcome = RepoRestoreOutcome(keptOld: nil, replacedExisting: targetExists, pages: snapshot.pageCount, bytesFetched: fetched,
+                                         hashPagesReused: summed.reused, hashPagesDecoded: summed.decoded)
         if !targetExists {
             try file.commit(as: request.target, replace: false)
-            return RepoRestoreOutcome(keptOld: nil, replacedExisting: false, pages: snapshot.pageCount, bytesFetched: fetched)
+            return outcome
         }
         var restore = RestoreRequest(backup: file.path, target: request.target)
         restore.force = true
         restore.keepOld = request.keepOld
         restore.verify = .none  // checked above
         restore.timeout = request.timeout
-        let outcome = try Restore.run(restore)
-        return RepoRestoreOutcome(keptOld: outcome.keptOld, replacedExisting: true, pages: snapshot.pageCount, bytesFetched: fetched)
+        outcome.keptOld = try Restore.run(restore).keptOld
+        return outcome
     }
+
+    /// The rebuilt file's logical hash (`litectl hash`), summed page by page
+    /// as the backup summed it: a page whose number, table and id are those
+    /// of a page the last backup of the database on this host decoded takes
+    /// that backup's row sums from the host's cache (RowSumCache; the page's
+    /// bytes were just checked against its id), every other page is decoded.
+    /// A restore on another host, or with LITECTL_CACHE_DIR set empty,
+    /// decodes every row. The cache is only read.
+    static func logicalHash(of path: String, ids: [PageID], pageSize: Int, cacheFile: String?) throws -> LogicalHash {
+        guard let sums = try? PageRowSums(path: path, cacheFile: cacheFile, writeCache: false) else {
+            return LogicalHash(digest: try ContentHasher.hash(path: path).digest, reused: 0, decoded: 0)
+        }
+        try sums.add(file: path, ids: ids, pageSize: pageSize, threads: ProcessInfo.processInfo.activeProcessorCount)
+        return LogicalHash(digest: try sums.finish(), reused: sums.reused, decoded: sums.decoded)
+    }
+
+    struct LogicalHash { var digest: String; var reused: Int; var decoded: Int }
 
     /// The SQLite check a restore runs by default: none when the snapshot
     /// records that its copy passed quick_check or integrity_check (the
@@ -139,26 +164,39 @@ public enum RepoRestore {
         let next = Locked(0), failure = Locked<(any Error)?>(nil)
         let state = Locked((fetched: Int64(0), done: 0))
         let descriptor = file.descriptor, path = file.path
-        try withoutActuallyEscaping(progress) { progress in
-            nonisolated(unsafe) let progress = progress
-            nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
-            DispatchQueue.concurrentPerform(iterations: workers) { _ in
-                let decompressor = ZstdDecompressor()
-                while failure.withLock({ $0 == nil }) {
-                    let p = next.withLock { n -> Int in n += 1; return n - 1 }
-                    guard p < packCount else { return }
-                    do {
-                        let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
-                                                               pageSize: pageSize, repository: repository, decompressor: decompressor,
-                                                               descriptor: descriptor, path: path)
-                        let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
-                        state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
-                    } catch {
-                        failure.withLock { if $0 == nil { $0 = error } }
+        // The disk writeback of what the workers wrote is started every 50 ms
+        // (Linux), so the fsync after the fetch has little left to wait for.
+        let fetching = Locked(true)
+        _ = try Concurrently.run({ () -> Void in
+            #if os(Linux)
+            while fetching.withLock({ $0 }) {
+                usleep(50_000)
+                _ = CoalescedWriter.syncFileRange?(descriptor, 0, 0, 2)  // SYNC_FILE_RANGE_WRITE, the whole file
+            }
+            #endif
+        }, { () throws -> Void in
+            defer { fetching.withLock { $0 = false } }
+            try withoutActuallyEscaping(progress) { progress in
+                nonisolated(unsafe) let progress = progress
+                nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
+                DispatchQueue.concurrentPerform(iterations: workers) { _ in
+                    let decompressor = ZstdDecompressor()
+                    while failure.withLock({ $0 == nil }) {
+                        let p = next.withLock { n -> Int in n += 1; return n - 1 }
+                        guard p < packCount else { return }
+                        do {
+                            let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
+                                                                   pageSize: pageSize, repository: repository, decompressor: decompressor,
+                                                                   descriptor: descriptor, path: path)
+                            let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
+                            state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
+                        } catch {
+                            failure.withLock { if $0 == nil { $0 = error } }
+                        }
                     }
                 }
             }
-        }
+        })
         if let error = failure.withLock({ $0 }) { throw error }
         return state.withLock { $0.fetched }
     }

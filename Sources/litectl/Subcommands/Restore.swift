@@ -34,7 +34,10 @@ struct Restore: ParsableCommand {
             be, byte for byte, the copy the backup made and checked (quick_check by \
             default, as the snapshot's verification says). --verify quick or full runs \
             quick_check or integrity_check on it again (a restore drill); without it, \
-            quick_check runs only when the backup skipped its check. --json prints what \
+            quick_check runs only when the backup skipped its check. The logical hash is \
+            summed page by page; on the host that made the backups, the pages the last \
+            backup of the database decoded take their row sums from its cache (see \
+            docs/repository.md; LITECTL_CACHE_DIR= decodes every row). --json prints what \
             was restored.
             
             A restore killed with SIGKILL leaves its hidden temporary file \
@@ -133,11 +136,13 @@ struct Restore: ParsableCommand {
                                       ("pages", .integer(Int64(outcome.pages))), ("bytes_fetched", .integer(outcome.bytesFetched)),
                                       ("replaced_existing", .bool(outcome.replacedExisting)),
                                       ("kept_old", .optional(outcome.keptOld) { .string($0) }),
-                                      ("logical_hash", .string(snapshot.logicalHash))]).compact)
+                                      ("logical_hash", .string(snapshot.logicalHash)),
+                                      ("hash_pages_reused", .integer(Int64(outcome.hashPagesReused))),
+                                      ("hash_pages_decoded", .integer(Int64(outcome.hashPagesDecoded)))]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
-                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, each checked against its id; SHA-256 and logical hash match; \(check)")
+                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, each checked against its id; SHA-256 and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
             }
         } catch {
             bar.clear()
