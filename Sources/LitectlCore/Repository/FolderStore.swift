@@ -68,19 +68,24 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
     }
 
     public func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.removeLast(out.count - (try get(key, offset: offset, length: length, into: &out)))
+        return out
+    }
+
+    public func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int {
         let fd = open(path(key), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error(key, errno, "cannot read") }
         defer { close(fd) }
-        var out = [UInt8](repeating: 0, count: length)
+        if buffer.count < length { buffer.append(contentsOf: repeatElement(0, count: length - buffer.count)) }
         var done = 0
         while done < length {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, off_t(offset) + off_t(done)) }
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, off_t(offset) + off_t(done)) }
             if n < 0 { if errno == EINTR { continue }; throw error(key, errno, "cannot read") }
             if n == 0 { break }
             done += n
         }
-        out.removeLast(length - done)
-        return out
+        return done
     }
 
     public func list(prefix: String) throws -> [StoredObject] {

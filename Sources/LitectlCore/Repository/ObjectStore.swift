@@ -29,10 +29,22 @@ public protocol ObjectStore: AnyObject, Sendable {
     func get(_ key: String) throws -> [UInt8]
     /// `length` bytes from `offset` (fewer only at the end of the object).
     func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8]
+    /// The same range into `buffer` (grown as needed, its storage reused
+    /// from call to call); returns how many bytes were read into its start.
+    func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int
     /// Every object whose key starts with `prefix`, in key order.
     func list(prefix: String) throws -> [StoredObject]
     /// Removes the object; removing a missing object is not an error.
     func delete(_ key: String) throws
+}
+
+extension ObjectStore {
+    public func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int {
+        let bytes = try get(key, offset: offset, length: length)
+        if buffer.count < bytes.count { buffer.append(contentsOf: repeatElement(0, count: bytes.count - buffer.count)) }
+        buffer.withUnsafeMutableBytes { out in bytes.withUnsafeBytes { out.copyMemory(from: $0) } }
+        return bytes.count
+    }
 }
 
 /// A failure of an object store, as one line: `LOCATION/KEY: what happened`.

@@ -152,14 +152,33 @@ extension Repository {
     /// its id when `ids` gives them (nil entries are not checked).
     func pages(fromBlob blob: [UInt8], pages: Int, pageSize: Int, ids: [PageID?], decompressor: ZstdDecompressor,
                what: String) throws -> [UInt8] {
-        let compressed = try keys.open(blob, what: what)
-        let out: [UInt8]?
-        if version == 1 {
-            out = pages == 1 ? Zlib.decompress(compressed, size: pageSize) : nil
-        } else {
-            out = compressed.withUnsafeBytes { decompressor.decompress($0, size: pages * pageSize) }
+        var out: [UInt8] = []
+        try blob.withUnsafeBytes {
+            try self.pages(fromBlob: $0, pages: pages, pageSize: pageSize, ids: ids, decompressor: decompressor, what: what, into: &out)
         }
-        guard let out else {
+        return out
+    }
+
+    /// The same into `out` (resized to the pages' size, its storage reused
+    /// from call to call: a plain repository's blob is decompressed from
+    /// where it lies, with no allocation).
+    func pages(fromBlob blob: UnsafeRawBufferPointer, pages: Int, pageSize: Int, ids: [PageID?], decompressor: ZstdDecompressor,
+               what: String, into out: inout [UInt8]) throws {
+        let sealed = keys.encryption == nil ? nil : try keys.open(Array(blob), what: what)
+        let size = pages * pageSize
+        let ok: Bool
+        if version == 1 {
+            let single = pages == 1 ? Zlib.decompress(sealed ?? Array(blob), size: pageSize) : nil
+            ok = single != nil
+            if let single { out = single }
+        } else {
+            if out.count < size { out.append(contentsOf: repeatElement(0, count: size - out.count)) } else { out.removeLast(out.count - size) }
+            ok = out.withUnsafeMutableBytes { target in
+                if let sealed { return sealed.withUnsafeBytes { decompressor.decompress($0, into: target) } }
+                return decompressor.decompress(blob, into: target)
+            }
+        }
+        guard ok else {
             throw StoreError(.other, location: what, message: "damaged blob of \(pages) page(s): cannot decompress")
         }
         try out.withUnsafeBytes { raw in
@@ -171,7 +190,6 @@ extension Repository {
                 }
             }
         }
-        return out
     }
 
     /// The page id of raw page bytes.

@@ -145,16 +145,17 @@ public enum RepoRestore {
             }
         }
         // Page numbers in (pack, offset, slot) order: one pass per pack.
-        var order = Array(0..<UInt32(pageCount))
-        func key(_ n: UInt32) -> (UInt32, UInt32, UInt8, UInt32) {
-            let entry = index.entries[Int(positions[Int(n)])], blob = index.blobs[Int(entry.blob)]
-            return (blob.pack, blob.offset, entry.slot, n)
+        var keys = positions.enumerated().map { n, p -> (UInt64, UInt64) in
+            let entry = index.entries[Int(p)], blob = index.blobs[Int(entry.blob)]
+            return (UInt64(blob.pack) << 32 | UInt64(blob.offset), UInt64(entry.slot) << 32 | UInt64(n))
         }
-        order.withUnsafeMutableBufferPointer { InPlaceSort.sort($0) { key($0) < key($1) } }
+        keys.withUnsafeMutableBufferPointer { InPlaceSort.sort($0) { $0 < $1 } }
+        let order = keys.map { UInt32(truncatingIfNeeded: $0.1) }
         // Where each pack's pages start in `order`.
         var packStarts: [Int] = []
-        for (i, n) in order.enumerated() where i == 0 || key(n).0 != key(order[i - 1]).0 { packStarts.append(i) }
+        for i in keys.indices where i == 0 || keys[i].0 >> 32 != keys[i - 1].0 >> 32 { packStarts.append(i) }
         packStarts.append(order.count)
+        keys = []
         if ftruncate(file.descriptor, off_t(pageCount) * off_t(pageSize)) != 0 {
             throw DatabaseError(code: .full, message: "cannot size the file: \(String(cString: strerror(errno)))", path: file.path)
         }
@@ -180,13 +181,13 @@ public enum RepoRestore {
                 nonisolated(unsafe) let progress = progress
                 nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
                 DispatchQueue.concurrentPerform(iterations: workers) { _ in
-                    let decompressor = ZstdDecompressor()
+                    let decompressor = ZstdDecompressor(), buffers = Buffers()
                     while failure.withLock({ $0 == nil }) {
                         let p = next.withLock { n -> Int in n += 1; return n - 1 }
                         guard p < packCount else { return }
                         do {
                             let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
-                                                                   pageSize: pageSize, repository: repository, decompressor: decompressor,
+                                                                   pageSize: pageSize, repository: repository, decompressor: decompressor, buffers: buffers,
                                                                    descriptor: descriptor, path: path)
                             let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
                             state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
@@ -201,9 +202,12 @@ public enum RepoRestore {
         return state.withLock { $0.fetched }
     }
 
+    /// A worker's buffers, reused from read to read: what it read of a pack, and a blob's pages.
+    final class Buffers { var read: [UInt8] = [], pages: [UInt8] = [] }
+
     /// One pack's share of a restore: `pages` are page numbers in (offset, slot) order.
     private static func restorePack(_ pages: ArraySlice<UInt32>, positions: [UInt32], index: RepoIndex, pageSize: Int,
-                                    repository: Repository, decompressor: ZstdDecompressor,
+                                    repository: Repository, decompressor: ZstdDecompressor, buffers: Buffers,
                                     descriptor: Int32, path: String) throws -> (fetched: Int64, pages: Int) {
         func blob(of n: UInt32) -> BlobRecord { index.blobs[Int(index.entries[Int(positions[Int(n)])].blob)] }
         let first = blob(of: pages[pages.startIndex])
@@ -221,8 +225,8 @@ public enum RepoRestore {
                 if j > i && (Int(b.offset) > to + 65536 || Int(b.offset) + Int(b.length) - from > 1 << 20) { break }
                 to = max(to, Int(b.offset) + Int(b.length)); j += 1
             }
-            let bytes = try repository.store.get(key, offset: Int64(from), length: to - from)
-            fetched += Int64(bytes.count)
+            let count = try repository.store.get(key, offset: Int64(from), length: to - from, into: &buffers.read)
+            fetched += Int64(count)
             var k = i
             while k < j {
                 // The pages this blob holds for the snapshot: pages[k..<end].
@@ -231,7 +235,7 @@ public enum RepoRestore {
                 var end = k
                 while end < j && index.entries[Int(positions[Int(pages[end])])].blob == entry.blob { end += 1 }
                 let lo = Int(record.offset) - from, hi = lo + Int(record.length)
-                guard hi <= bytes.count else {
+                guard hi <= count else {
                     throw StoreError(.other, location: what, message: "damaged pack: shorter than its index says")
                 }
                 var wanted = [PageID?](repeating: nil, count: Int(record.pages))
@@ -240,12 +244,14 @@ public enum RepoRestore {
                     guard Int(e.slot) < wanted.count else { throw StoreError(.other, location: what, message: "damaged index: slot past its blob") }
                     wanted[Int(e.slot)] = e.id
                 }
-                let raw = try repository.pages(fromBlob: Array(bytes[lo..<hi]), pages: Int(record.pages), pageSize: pageSize,
-                                               ids: wanted, decompressor: decompressor, what: what)
+                try buffers.read.withUnsafeBytes { read in
+                    try repository.pages(fromBlob: UnsafeRawBufferPointer(rebasing: read[lo..<hi]), pages: Int(record.pages), pageSize: pageSize,
+                                         ids: wanted, decompressor: decompressor, what: what, into: &buffers.pages)
+                }
                 // Runs of pages that follow each other both in the blob and in
                 // the file (a first backup's blobs are such runs) in one write each.
                 func slot(_ m: Int) -> Int { Int(index.entries[Int(positions[Int(pages[m])])].slot) }
-                try raw.withUnsafeBytes { all in
+                try buffers.pages.withUnsafeBytes { all in
                     var m = k
                     while m < end {
                         let first = slot(m)
