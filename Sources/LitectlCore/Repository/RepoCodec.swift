@@ -92,34 +92,6 @@ enum Zlib {
     }
 }
 
-/// Inflates a zlib stream of unknown size (the binary repository objects),
-/// refusing more than `limit` bytes of output.
-func inflate(_ compressed: [UInt8], what: String, limit: Int = 1 << 30) throws -> [UInt8] {
-    var stream = z_stream()
-    let damaged = StoreError(.other, location: what, message: "damaged object: cannot decompress")
-    guard inflateInit_(&stream, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { throw damaged }
-    defer { inflateEnd(&stream) }
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    return try compressed.withUnsafeBytes { input -> [UInt8] in
-        stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
-        stream.avail_in = uInt(input.count)
-        while true {
-            let (rc, produced) = buffer.withUnsafeMutableBytes { raw -> (Int32, Int) in
-                stream.next_out = raw.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                stream.avail_out = uInt(raw.count)
-                let rc = CZlib.inflate(&stream, Z_NO_FLUSH)
-                return (rc, raw.count - Int(stream.avail_out))
-            }
-            out.append(contentsOf: buffer[0..<produced])
-            guard out.count <= limit else { throw damaged }
-            if rc == Z_STREAM_END { return out }
-            // Z_BUF_ERROR with input left means no progress: damaged or truncated.
-            if rc != Z_OK { throw damaged }
-        }
-    }
-}
-
 /// zstd (RFC 8878). A compressor or decompressor holds its context, which is
 /// costly to make (about a megabyte at level 3): one per thread, reused, and
 /// used by one thread at a time (hence unchecked Sendable).
@@ -186,7 +158,10 @@ func decompressObject(_ compressed: [UInt8], what: String, limit: Int = 1 << 30)
         guard let out = compressed.withUnsafeBytes({ ZstdDecompressor().decompress($0, size: Int(size)) }) else { throw damaged }
         return out
     }
-    return try inflate(compressed, what: what, limit: limit)
+    // zlib, of a size not known in advance: collected from the streaming form.
+    var out: [UInt8] = []
+    try decompressObject(compressed, what: what, limit: limit) { out.append(contentsOf: $0) }
+    return out
 }
 
 /// Builds a binary object (index, page list) of a size known in advance and
