@@ -79,6 +79,27 @@ final class RTreeSalvageTests: XCTestCase {
         }
     }
 
+    /// The root's first child pointer changed to a node that does not
+    /// exist: that leaf is reached by no walk, but `_rowid` names it as its
+    /// entries' node, so they are all kept.
+    func testALeafTheRootNoLongerReachesIsTakenWhereRowidConfirmsIt() throws {
+        let folder = try TemporaryFolder("recover-rtree-unreached")
+        let original = folder.file("original.db")
+        try makeTree(original)
+        let damaged = folder.file("damaged.db")
+        try FileManager.default.copyItem(atPath: original, toPath: damaged)
+        try makeDatabase(damaged, "UPDATE r_node SET data = substr(data, 1, 4) || x'00000000000003E7' || substr(data, 13) WHERE nodeno = 1;")
+        XCTAssertNotEqual(try? sqlite3Scalar(damaged, "SELECT rtreecheck('r')"), "ok", "rtreecheck() fails (or errs) on the source")
+
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: damaged, output: out))
+        let context = report.lines.joined(separator: "\n")
+        try assertSound(out, context)
+        XCTAssertEqual(try entries(out), try entries(original), context)
+        XCTAssertEqual(report.rtrees.first?.rebuilt, true, context)
+        XCTAssertEqual(report.rtrees.first?.entriesLost, 0, context)
+    }
+
     func testAZeroedLeafNodePageLosesOnlyThatNodesEntries() throws {
         let folder = try TemporaryFolder("recover-rtree-page")
         let source = folder.file("source.db")

@@ -87,99 +87,127 @@ extension RecoveryRun {
     func finishRTrees() throws {
         for plan in rtreePlans {
             let name = plan.entry.name
-            let (data, missing) = try readShadowTables(of: plan)
-            let problem = missing ?? data.problem()
-            guard let why = problem else {
-                try out.addVirtualTable(name: name, sql: plan.sql)
-                rtreeResults.append(.init(name: name, entries: data.entryCount, entriesLost: 0, rebuilt: false, problem: nil))
-                continue
-            }
-            let (entries, notFound) = data.entries()
-            for table in tables.values where isShadow(table.name, of: name) { table.close() }
-            try out.db.execute("SAVEPOINT litectl_rtree")
-            do {
-                for shadow in ["_node", "_rowid", "_parent"] {
-                    if try out.hasObject(name + shadow) { try out.db.execute("DROP TABLE main.\(quoteIdentifier(name + shadow))") }
+            // The shadow tables as salvage made them, and whether they are shaped as the module makes them.
+            var present: [String: String] = [:]
+            var problem: String?
+            for suffix in RecoveryRun.shadowSuffixes {
+                let columns = try RecoveryRun.shadowColumns(out.db, name + suffix)
+                let expected = plan.columns[suffix] ?? []
+                if columns.count == expected.count { present[suffix] = name + suffix }
+                // Declared types may differ (GDAL writes its own); names and the rowid's alias may not.
+                if columns != expected {
+                    problem = problem ?? (columns.isEmpty ? "its table \(name + suffix) is lost"
+                                          : "its table \(name + suffix) is not shaped as the module makes it")
                 }
-                try out.createVirtualTable(plan.sql, modules: RecoveryRun.rtreeModules)
-                let refused = try insert(entries, into: name, shape: plan.shape)
-                try out.db.execute("RELEASE litectl_rtree")
-                let lost = notFound + refused
-                rtreeResults.append(.init(name: name, entries: entries.count - refused, entriesLost: lost, rebuilt: true, problem: why))
-                problems.append("R*Tree \(name) was damaged (\(why)): built again from the \(entries.count - refused) entries "
-                                + "its nodes still hold\(lost > 0 ? "; \(lost) entries are lost" : "")")
-            } catch {
-                try out.db.execute("ROLLBACK TO litectl_rtree; RELEASE litectl_rtree")
-                failures.append(.init(type: "table", name: name,
-                                      message: "R*Tree damaged (\(why)) and not built again (\(describe(error))): its shadow tables are kept as ordinary tables"))
+            }
+            if problem == nil {
+                let data = try RTreeSalvage(db: out.db, schema: "main", shape: plan.shape,
+                                            node: present["_node"], rowid: present["_rowid"], parent: present["_parent"])
+                problem = try data.problem()
+                if problem == nil {
+                    try out.addVirtualTable(name: name, sql: plan.sql)
+                    rtreeResults.append(.init(name: name, entries: try data.count(present["_rowid"]), entriesLost: 0, rebuilt: false, problem: nil))
+                    continue
+                }
+            }
+            try rebuild(plan, present: present, why: problem ?? "")
+        }
+    }
+
+    /// Builds R*Tree `plan` again through its module from the entries its
+    /// salvaged shadow tables (`present`, by suffix) still hold: they are
+    /// copied to temporary tables, dropped, the virtual table made (which
+    /// makes new ones), and the entries inserted. (OUT is written without a
+    /// journal, so nothing here may count on a rollback: every check that
+    /// can refuse comes before the first change.)
+    private func rebuild(_ plan: RTreePlan, present: [String: String], why: String) throws {
+        let name = plan.entry.name
+        for suffix in RecoveryRun.shadowSuffixes {
+            let type = try out.db.scalar("SELECT type FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE", [.text(Array((name + suffix).utf8))])
+            guard type == nil || type == .text(Array("table".utf8)) else {
+                failures.append(.init(type: "table", name: name, message: "R*Tree damaged (\(why)) and not built again: "
+                                      + "another object is named \(name + suffix); its shadow tables are kept as ordinary tables"))
+                return
             }
         }
+        if try out.hasObject(name) {
+            failures.append(.init(type: "table", name: name, message: "an object named \(name) already exists"))
+            return
+        }
+        for table in tables.values where isShadow(table.name, of: name) { table.close() }
+        var staged: [String: String] = [:]
+        for (suffix, table) in present.sorted(by: { $0.key < $1.key }) {
+            staged[suffix] = try stage(table, as: "litectl_rtree" + suffix)
+        }
+        for suffix in RecoveryRun.shadowSuffixes {
+            if try out.hasObject(name + suffix) { try out.db.execute("DROP TABLE main.\(quoteIdentifier(name + suffix))") }
+        }
+        try out.createVirtualTable(plan.sql, modules: RecoveryRun.rtreeModules)
+        let data = try RTreeSalvage(db: out.db, schema: "temp", shape: plan.shape,
+                                    node: staged["_node"], rowid: staged["_rowid"], parent: staged["_parent"])
+        let target = quoteIdentifier("main", name)
+        let count = 1 + plan.shape.dimensions * 2 + plan.shape.auxiliary
+        let insert = try out.db.prepare("INSERT INTO \(target) VALUES (\((1...count).map { "?\($0)" }.joined(separator: ", ")))")
+        let exists = try out.db.prepare("SELECT 1 FROM \(target) WHERE rowid = ?1")
+        let remove = try out.db.prepare("DELETE FROM \(target) WHERE rowid = ?1")
+        var refused = 0
+        try data.forEachEntry { entry in
+            try exists.bind([.integer(entry.rowid)])
+            let present = try exists.step()
+            exists.reset()
+            if present {
+                // A second copy of the entry: the one _rowid confirms wins.
+                guard entry.confirmed else { return }
+                try remove.bind([.integer(entry.rowid)])
+                try remove.step()
+                remove.reset()
+            }
+            var values: [Value] = [.integer(entry.rowid)]
+            for pattern in entry.coordinates {
+                values.append(plan.shape.integer ? .integer(Int64(Int32(bitPattern: pattern))) : .real(Double(Float(bitPattern: pattern))))
+            }
+            try insert.bind(values + entry.auxiliary)
+            do {
+                try insert.step()
+            } catch let error as DatabaseError where error.primaryCode == .constraint || error.primaryCode == .mismatch {
+                refused += 1
+            }
+            insert.reset()
+        }
+        let kept = try out.db.scalar("SELECT count(*) FROM \(target)")
+        let entries: Int
+        if case .integer(let n)? = kept { entries = Int(n) } else { entries = 0 }
+        let lost = try data.unmappedEntries(notIn: name) + refused
+        for table in staged.values { try out.db.execute("DROP TABLE \(quoteIdentifier("temp", table))") }
+        rtreeResults.append(.init(name: name, entries: entries, entriesLost: lost, rebuilt: true, problem: why))
+        problems.append("R*Tree \(name) was damaged (\(why)): built again from the \(entries) entries "
+                        + "its nodes still hold\(lost > 0 ? "; \(lost) entries are lost" : "")")
+    }
+
+    /// Copies `table` (main) to a new temporary table named `stem`: its
+    /// rowid as the key, then its columns but the first (the key's alias
+    /// in the module's tables), as RTreeSalvage reads it. Returns its name.
+    private func stage(_ table: String, as stem: String) throws -> String {
+        let columns = try out.db.rows("SELECT name FROM pragma_table_info(?1, 'main') ORDER BY cid", [.text(Array(table.utf8))]).compactMap { row -> String? in
+            if case .text(let bytes) = row[0] { return String(decoding: bytes, as: UTF8.self) }
+            return nil
+        }
+        var name = stem
+        var n = 0
+        while try out.db.scalar("SELECT count(*) FROM temp.sqlite_schema WHERE name = ?1", [.text(Array(name.utf8))]) != .integer(0) {
+            n += 1
+            name = "\(stem)_\(n)"
+        }
+        let rest = columns.dropFirst()
+        let definition = (["k INTEGER PRIMARY KEY"] + rest.indices.map { "v\($0)" }).joined(separator: ", ")
+        try out.db.execute("CREATE TEMP TABLE \(quoteIdentifier(name))(\(definition))")
+        let selected = (["rowid"] + rest.map { quoteIdentifier($0) }).joined(separator: ", ")
+        try out.db.execute("INSERT INTO \(quoteIdentifier("temp", name)) SELECT \(selected) FROM \(quoteIdentifier("main", table))")
+        return name
     }
 
     /// True when `table` is one of the shadow tables of R*Tree `name`.
     func isShadow(_ table: String, of name: String) -> Bool {
-        ["_node", "_rowid", "_parent"].contains { sameSQLName(table, name + $0) }
-    }
-
-    /// The rows salvage wrote to the R*Tree's shadow tables in the new
-    /// database, and why they cannot be the tree's as they are when a shadow
-    /// table is missing or not shaped as the module makes it (its rows are
-    /// then left out).
-    private func readShadowTables(of plan: RTreePlan) throws -> (data: RTreeSalvage, problem: String?) {
-        let name = plan.entry.name, shape = plan.shape
-        var data = RTreeSalvage(shape: shape)
-        var problem: String?
-        for suffix in RecoveryRun.shadowSuffixes {
-            let table = name + suffix
-            let columns = try RecoveryRun.shadowColumns(out.db, table)
-            let expected = plan.columns[suffix] ?? []
-            guard columns.count == expected.count else {
-                problem = problem ?? (columns.isEmpty ? "its table \(table) is lost" : "its table \(table) has \(columns.count) columns, not \(expected.count)")
-                continue
-            }
-            // Declared types may differ (GDAL writes its own); names and the
-            // rowid's alias may not. Rows of a table that differs are still
-            // read, by position, for a rebuild.
-            if columns != expected { problem = problem ?? "its table \(table) is not shaped as the module makes it" }
-            // The first column is the rowid's alias in the module's tables;
-            // rowid is read too, so that a table whose first column is not
-            // the alias still gives its keys.
-            let statement = try out.db.prepare("SELECT rowid, * FROM main.\(quoteIdentifier(table))")
-            try statement.forEachRow { row in
-                guard case .integer(let key) = row.value(at: 0) else { return }
-                switch suffix {
-                case "_node":
-                    if case .blob(let bytes) = row.value(at: 2) { data.nodes[key] = bytes } else { data.badNodes += 1 }
-                case "_rowid":
-                    data.rowids[key] = (row.value(at: 2), (0..<shape.auxiliary).map { row.value(at: 3 + $0) })
-                default:
-                    data.parents[key] = row.value(at: 2)
-                }
-            }
-        }
-        return (data, problem)
-    }
-
-    /// Inserts `entries` into the new R*Tree `name`; returns how many the
-    /// module refused (a constraint).
-    private func insert(_ entries: [RTreeEntry], into name: String, shape: RTreeShape) throws -> Int {
-        let count = 1 + shape.dimensions * 2 + shape.auxiliary
-        let statement = try out.db.prepare("INSERT INTO main.\(quoteIdentifier(name)) VALUES (\((1...count).map { "?\($0)" }.joined(separator: ", ")))")
-        var refused = 0
-        for entry in entries {
-            var values: [Value] = [.integer(entry.rowid)]
-            for pattern in entry.coordinates {
-                values.append(shape.integer ? .integer(Int64(Int32(bitPattern: pattern))) : .real(Double(Float(bitPattern: pattern))))
-            }
-            values += entry.auxiliary
-            try statement.bind(values)
-            do {
-                _ = try statement.step()
-            } catch let error as DatabaseError where error.primaryCode == .constraint || error.primaryCode == .mismatch {
-                refused += 1
-            }
-            statement.reset()
-        }
-        return refused
+        RecoveryRun.shadowSuffixes.contains { sameSQLName(table, name + $0) }
     }
 }
