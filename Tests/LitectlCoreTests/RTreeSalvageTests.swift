@@ -144,6 +144,31 @@ final class RTreeSalvageTests: XCTestCase {
         XCTAssertEqual(try sqlite3Scalar(out, "SELECT count(*) FROM t"), "300", context)
     }
 
+    /// The fuzz's case (gdal_sample.gpkg, seed 1): a byte of the virtual
+    /// table's tbl_name changed. SQLite calls a schema with such a row
+    /// malformed; OUT writes the name there, as SQLite does, and keeps the tree.
+    func testADamagedTblNameOfTheVirtualTableIsWrittenAsItsName() throws {
+        let folder = try TemporaryFolder("recover-rtree-tblname")
+        let original = folder.file("original.db")
+        try makeTree(original)
+        let source = folder.file("source.db")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: original)))
+        // The schema record's body: type, name, tbl_name, (rootpage 0 takes no byte), sql.
+        let text = Array("tablerrCREATE VIRTUAL TABLE r ".utf8)
+        let at = try XCTUnwrap((0...(bytes.count - text.count)).first { Array(bytes[$0..<($0 + text.count)]) == text })
+        bytes[at + 6] = UInt8(ascii: "x")
+        try Data(bytes).write(to: URL(fileURLWithPath: source))
+        XCTAssertNotEqual(try? sqlite3Scalar(source, "PRAGMA integrity_check"), "ok", "SQLite refuses the source's schema")
+
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
+        let context = report.lines.joined(separator: "\n")
+        try assertSound(out, context)
+        XCTAssertEqual(try entries(out), try entries(original), context)
+        XCTAssertEqual(try sqlite3Scalar(out, "SELECT tbl_name FROM sqlite_schema WHERE name = 'r'"), "r", context)
+        XCTAssertEqual(report.rtrees.first?.rebuilt, false, context)
+    }
+
     func testASoundRTreeIsCopiedExactly() throws {
         for module in ["rtree", "rtree_i32"] {
             let folder = try TemporaryFolder("recover-rtree-sound")

@@ -105,7 +105,10 @@ extension RecoveryRun {
                                             node: present["_node"], rowid: present["_rowid"], parent: present["_parent"])
                 problem = try data.problem()
                 if problem == nil {
-                    try out.addVirtualTable(name: name, sql: plan.sql)
+                    do { try out.addVirtualTable(name: name, sql: plan.sql) } catch {
+                        failures.append(.init(type: "table", name: name, message: describe(error)))
+                        continue
+                    }
                     rtreeResults.append(.init(name: name, entries: try data.count(present["_rowid"]), entriesLost: 0, rebuilt: false, problem: nil))
                     continue
                 }
@@ -142,7 +145,15 @@ extension RecoveryRun {
         for suffix in RecoveryRun.shadowSuffixes {
             if try out.hasObject(name + suffix) { try out.db.execute("DROP TABLE main.\(quoteIdentifier(name + suffix))") }
         }
-        try out.createVirtualTable(plan.sql, modules: RecoveryRun.rtreeModules)
+        do {
+            try out.createVirtualTable(plan.sql, modules: RecoveryRun.rtreeModules)
+        } catch {
+            // Not expected (the module took the same statement in the probe, and every name is free).
+            for table in staged.values { try out.db.execute("DROP TABLE \(quoteIdentifier("temp", table))") }
+            failures.append(.init(type: "table", name: name, message: "R*Tree damaged (\(why)) and not built again "
+                                  + "(\(describe(error))): its entries are lost"))
+            return
+        }
         let data = try RTreeSalvage(db: out.db, schema: "temp", shape: plan.shape,
                                     node: staged["_node"], rowid: staged["_rowid"], parent: staged["_parent"])
         let target = quoteIdentifier("main", name)
