@@ -82,7 +82,7 @@ import TestSupport
         #expect(tables[0]["damaged"] as? Bool == true && tables[0]["pages_damaged"] as? Int == 1)
         // Keys in the documented order.
         let keys = ["source", "output", "status", "page_size", "page_count", "encoding", "wal_pages", "rows_recovered",
-                    "lost_and_found", "tables", "damaged_pages", "unreadable_cells", "orphan_pages", "unaccounted_pages",
+                    "lost_and_found", "tables", "rtrees", "damaged_pages", "unreadable_cells", "orphan_pages", "unaccounted_pages",
                     "freelist_pages", "freelist_rows_ignored", "schema_damaged", "objects_not_recreated", "problems"]
         let positions = keys.map { json.stdout.range(of: "\"\($0)\":")?.lowerBound }
         #expect(positions.allSatisfy { $0 != nil })

@@ -148,15 +148,103 @@ final class RecoveredDatabase {
 
     /// Writes a virtual table's schema row as it was (its module is not run:
     /// its shadow tables are ordinary tables, recovered with the others).
-    func addVirtualTable(name: String, tableName: String, sql: String) throws {
+    /// Its tbl_name is its name, as SQLite writes it for every table (a
+    /// damaged tbl_name would make SQLite call the schema malformed).
+    func addVirtualTable(name: String, sql: String) throws {
         guard RecoveredDatabase.startsWith(sql, ["CREATE", "VIRTUAL", "TABLE"]) else {
             throw DatabaseError(code: .error, message: "not a CREATE VIRTUAL TABLE statement")
         }
         let exists = try db.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE", [.text(name)])
         guard exists == .integer(0) else { throw DatabaseError(code: .error, message: "an object named \(name) already exists") }
-        let statement = try db.prepare("INSERT INTO main.sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES ('table', ?1, ?2, 0, ?3)")
-        try statement.bind([.text(name), .text(tableName), .text(sql)])
+        let statement = try db.prepare("INSERT INTO main.sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES ('table', ?1, ?1, 0, ?2)")
+        try statement.bind([.text(name), .text(sql)])
         try statement.step()
+    }
+
+    /// What a CREATE VIRTUAL TABLE statement declares (its table's name and
+    /// module), read by SQLite's own parser: the statement is prepared, never
+    /// run, so that a damaged one is refused here rather than written into
+    /// the new schema, where SQLite would call the whole schema malformed.
+    func virtualTableDeclaration(_ sql: String) throws -> (name: String, module: String) {
+        guard RecoveredDatabase.startsWith(sql, ["CREATE", "VIRTUAL", "TABLE"]) else {
+            throw DatabaseError(code: .error, message: "not a CREATE VIRTUAL TABLE statement")
+        }
+        final class Declared { var name: String?; var module: String? }
+        let declared = Declared()
+        let handle = db.rawHandle
+        sqlite3_set_authorizer(handle, { context, action, first, second, _, _ in
+            if action == SQLITE_CREATE_VTABLE, let context {
+                let declared = Unmanaged<Declared>.fromOpaque(context).takeUnretainedValue()
+                declared.name = first.map { String(cString: $0) }
+                declared.module = second.map { String(cString: $0) }
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(declared).toOpaque())
+        defer { sqlite3_set_authorizer(handle, nil, nil) }
+        let statement: OpaquePointer
+        do { statement = try prepareOne(sql) } catch let error as DatabaseError {
+            throw DatabaseError(code: error.code, message: "its CREATE VIRTUAL TABLE statement is refused: \(error.message)")
+        }
+        sqlite3_finalize(statement)
+        guard let name = declared.name, let module = declared.module else {
+            throw DatabaseError(code: .error, message: "not a CREATE VIRTUAL TABLE statement")
+        }
+        return (name, module)
+    }
+
+    /// Makes a virtual table through its module (which makes its shadow
+    /// tables), when `sql` is one CREATE VIRTUAL TABLE statement using one
+    /// of `modules` (an authorizer refuses any other while it is prepared).
+    func createVirtualTable(_ sql: String, modules: Set<String>) throws {
+        final class Allowed { let modules: Set<String>; init(_ modules: Set<String>) { self.modules = modules } }
+        let allowed = Allowed(modules)
+        let handle = db.rawHandle
+        sqlite3_set_authorizer(handle, { context, action, _, second, _, _ in
+            switch action {
+            case SQLITE_CREATE_VTABLE:
+                guard let context, let second else { return SQLITE_DENY }
+                let allowed = Unmanaged<Allowed>.fromOpaque(context).takeUnretainedValue()
+                return allowed.modules.contains(asciiUpper(String(cString: second))) ? SQLITE_OK : SQLITE_DENY
+            case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_READ:
+                return SQLITE_OK
+            default:
+                return SQLITE_DENY
+            }
+        }, Unmanaged.passUnretained(allowed).toOpaque())
+        let statement: OpaquePointer
+        do {
+            statement = try prepareOne(sql)
+        } catch {
+            sqlite3_set_authorizer(handle, nil, nil)
+            throw error
+        }
+        // The module's own statements (PRAGMA page_size, CREATE TABLE of its
+        // shadow tables) run while the statement steps: no authorizer then.
+        sqlite3_set_authorizer(handle, nil, nil)
+        defer { sqlite3_finalize(statement) }
+        let step = sqlite3_step(statement)
+        guard step == SQLITE_DONE else {
+            throw DatabaseError(code: ResultCode(rawValue: step), message: String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
+    /// Prepares `sql`, which must be one statement; throws with SQLite's message.
+    private func prepareOne(_ sql: String) throws -> OpaquePointer {
+        let handle = db.rawHandle
+        var statement: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let text = Array(sql.utf8CString)
+        return try text.withUnsafeBufferPointer { buffer in
+            let rc = sqlite3_prepare_v2(handle, buffer.baseAddress, Int32(buffer.count), &statement, &tail)
+            guard rc == SQLITE_OK, let statement else {
+                throw DatabaseError(code: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(handle)))
+            }
+            if let tail, !RecoveredDatabase.isBlank(String(cString: tail)) {
+                sqlite3_finalize(statement)
+                throw DatabaseError(code: .error, message: "more than one statement")
+            }
+            return statement
+        }
     }
 
     /// True when `sql` starts with CREATE and then `kind`'s words (ASCII

@@ -76,6 +76,9 @@ final class RecoveryRun {
     var unaccountedPages = 0
     var freelistPages = 0
     var extraPagesRead = 0
+    /// R*Trees whose schema rows wait for their shadow tables' rows.
+    var rtreePlans: [RTreePlan] = []
+    var rtreeResults: [RecoveryReport.RTreeResult] = []
 
     init(_ request: RecoveryRequest, progress: ((CopyProgress) -> Void)?) throws {
         self.request = request
@@ -124,6 +127,7 @@ final class RecoveryRun {
             try walkIndexes()
             claimFreelist()
             try salvageOrphans()
+            try finishRTrees()
             try createLaterObjects()
             report(Int(total))
             let result = makeReport()
@@ -148,8 +152,10 @@ final class RecoveryRun {
     // MARK: Tables
 
     /// Makes every table of the schema (sqlite_sequence first, so that
-    /// AUTOINCREMENT tables find it; virtual tables as their schema rows),
-    /// and the UNIQUE indexes, which must refuse duplicate rows as they come.
+    /// AUTOINCREMENT tables find it; virtual tables as their schema rows,
+    /// when their CREATE statement parses and names them, R*Trees only after
+    /// their shadow tables' rows: see RecoveryRun+RTrees), and the UNIQUE
+    /// indexes, which must refuse duplicate rows as they come.
     func createTables() throws {
         let ordered = schema.filter { $0.type == "table" }.sorted { a, b in
             let aSeq = sameSQLName(a.name, "sqlite_sequence"), bSeq = sameSQLName(b.name, "sqlite_sequence")
@@ -162,7 +168,17 @@ final class RecoveryRun {
                 continue
             }
             if RecoveredDatabase.startsWith(sql, ["CREATE", "VIRTUAL", "TABLE"]) {
-                do { try out.addVirtualTable(name: entry.name, tableName: entry.tableName, sql: sql) } catch {
+                do {
+                    let declared = try out.virtualTableDeclaration(sql)
+                    guard sameSQLName(declared.name, entry.name) else {
+                        throw DatabaseError(code: .error, message: "its CREATE statement names another table (\(declared.name))")
+                    }
+                    if let plan = try rtreePlan(entry, sql: sql, name: declared.name, module: declared.module) {
+                        rtreePlans.append(plan)
+                    } else {
+                        try out.addVirtualTable(name: entry.name, sql: sql)
+                    }
+                } catch {
                     failures.append(.init(type: "table", name: entry.name, message: describe(error)))
                 }
                 continue
@@ -371,6 +387,7 @@ final class RecoveryRun {
             encoding: file.encoding.rawValue, walPages: file.wal?.frames.count ?? 0, tables: results,
             lostAndFoundTable: lost.name, lostAndFoundRows: lost.rows, damagedPages: damaged,
             unreadableCells: unreadableCells, orphanPages: orphanPages, unaccountedPages: unaccountedPages,
+            rtrees: rtreeResults.sorted { sqlNameKey($0.name).lexicographicallyPrecedes(sqlNameKey($1.name)) },
             freelistPages: freelistPages, freelistRowsIgnored: freelistRowsIgnored, schemaDamaged: schemaDamaged,
             objectsNotRecreated: failures, problems: problems, sound: sound)
     }

@@ -25,6 +25,21 @@ public struct RecoveryReport: Sendable {
         public var damaged: Bool
     }
 
+    /// An R*Tree virtual table: copied as it was, or built again through its
+    /// module from the entries its salvaged nodes still hold.
+    public struct RTreeResult: Sendable {
+        public var name: String
+        /// Entries in the new table.
+        public var entries: Int
+        /// Entries known lost: `_rowid` rows whose entry no node holds any
+        /// more, and entries the module refused.
+        public var entriesLost: Int
+        /// Built again (its shadow rows did not form a sound tree).
+        public var rebuilt: Bool
+        /// Why it was built again.
+        public var problem: String?
+    }
+
     /// A schema object that could not be made in the new database.
     public struct ObjectFailure: Sendable {
         public var type: String
@@ -56,6 +71,8 @@ public struct RecoveryReport: Sendable {
     public var orphanPages: Int
     /// Pages nothing accounts for that are no b-tree page (lost overflow pages, zeroed or garbled pages).
     public var unaccountedPages: Int
+    /// The R*Trees (in name order).
+    public var rtrees: [RTreeResult]
     public var freelistPages: Int
     /// Rows on free pages that were not taken back (deleted rows).
     public var freelistRowsIgnored: Int
@@ -96,6 +113,15 @@ public struct RecoveryReport: Sendable {
                     ("pages_attached", .integer(Int64(table.pagesAttached))),
                     ("schema_lost", .bool(table.generic)),
                     ("damaged", .bool(table.damaged)),
+                ])
+            })),
+            ("rtrees", .array(rtrees.map { rtree in
+                .object([
+                    ("name", .string(rtree.name)),
+                    ("entries", .integer(Int64(rtree.entries))),
+                    ("entries_lost", .integer(Int64(rtree.entriesLost))),
+                    ("rebuilt", .bool(rtree.rebuilt)),
+                    ("problem", .optional(rtree.problem) { .string($0) }),
                 ])
             })),
             ("damaged_pages", .array(damagedPages.map { .object([("page", .integer(Int64($0.page))), ("problem", .string($0.problem))]) })),

@@ -23,6 +23,10 @@ struct Recover: ParsableCommand {
             they fit a damaged table's columns; the page size, text encoding, \
             auto_vacuum, user_version, application_id and journal mode. UNIQUE indexes \
             are made before the rows, other indexes, views and triggers after them. \
+            An R*Tree whose shadow rows no longer form a sound tree is built again \
+            through its module from the entries its nodes still hold (the report \
+            counts those lost); a virtual table whose CREATE statement no longer \
+            parses is left out. \
             A row that cannot be placed in its table (on a page no b-tree reaches that \
             fits no table, out of place on a damaged page, refused by a constraint of \
             the new schema, or with a value lost to a broken overflow chain) goes to \
