@@ -165,39 +165,26 @@ public enum RepoRestore {
         let next = Locked(0), failure = Locked<(any Error)?>(nil)
         let state = Locked((fetched: Int64(0), done: 0))
         let descriptor = file.descriptor, path = file.path
-        // The disk writeback of what the workers wrote is started every 50 ms
-        // (Linux), so the fsync after the fetch has little left to wait for.
-        let fetching = Locked(true)
-        _ = try Concurrently.run({ () -> Void in
-            #if os(Linux)
-            while fetching.withLock({ $0 }) {
-                usleep(50_000)
-                _ = CoalescedWriter.syncFileRange?(descriptor, 0, 0, 2)  // SYNC_FILE_RANGE_WRITE, the whole file
-            }
-            #endif
-        }, { () throws -> Void in
-            defer { fetching.withLock { $0 = false } }
-            try withoutActuallyEscaping(progress) { progress in
-                nonisolated(unsafe) let progress = progress
-                nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
-                DispatchQueue.concurrentPerform(iterations: workers) { _ in
-                    let decompressor = ZstdDecompressor(), buffers = Buffers()
-                    while failure.withLock({ $0 == nil }) {
-                        let p = next.withLock { n -> Int in n += 1; return n - 1 }
-                        guard p < packCount else { return }
-                        do {
-                            let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
-                                                                   pageSize: pageSize, repository: repository, decompressor: decompressor, buffers: buffers,
-                                                                   descriptor: descriptor, path: path)
-                            let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
-                            state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
-                        } catch {
-                            failure.withLock { if $0 == nil { $0 = error } }
-                        }
+        try withoutActuallyEscaping(progress) { progress in
+            nonisolated(unsafe) let progress = progress
+            nonisolated(unsafe) let order = order, positions = positions, index = index, packStarts = packStarts
+            DispatchQueue.concurrentPerform(iterations: workers) { _ in
+                let decompressor = ZstdDecompressor(), buffers = Buffers()
+                while failure.withLock({ $0 == nil }) {
+                    let p = next.withLock { n -> Int in n += 1; return n - 1 }
+                    guard p < packCount else { return }
+                    do {
+                        let (fetched, pages) = try restorePack(order[packStarts[p]..<packStarts[p + 1]], positions: positions, index: index,
+                                                               pageSize: pageSize, repository: repository, decompressor: decompressor, buffers: buffers,
+                                                               descriptor: descriptor, path: path)
+                        let now = state.withLock { s -> Int in s.fetched += fetched; s.done += pages; return s.done }
+                        state.withLock { _ in progress(CopyProgress(pagesCopied: now, pageCount: pageCount)) }
+                    } catch {
+                        failure.withLock { if $0 == nil { $0 = error } }
                     }
                 }
             }
-        })
+        }
         if let error = failure.withLock({ $0 }) { throw error }
         return state.withLock { $0.fetched }
     }
