@@ -220,15 +220,31 @@ public enum DiffEngine {
             if byRowid.mode == .rowid { plan = byRowid }
         }
         if plan.mode == .multiset && ta != nil && tb != nil {
-            // Rows equal by rowid are equal as a multiset: that cheap pass in
-            // rowid order (stopping at the first difference) spares the sorted
-            // one for identical tables, the common case of a backup or a copy.
+            // Rows equal under the same rowid are equal as a multiset: one
+            // pass in rowid order (from the pages where it can be) leaves
+            // only the rows that differ, compared as multisets in memory.
+            // No sort of the whole table; when too many rows differ, SQLite
+            // sorts both sides instead (below).
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
-            if byRowid.mode == .rowid, try merge(ca, cb, plan: byRowid, consumer: nil, stopAtFirstDifference: true,
-                                                  shortcut: shortcut, sources: sources).total == 0 {
+            if byRowid.mode == .rowid,
+               let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: shortcut, sources: sources) {
+                if consumer.wantsRowidsForKeylessTables {
+                    // Counted as multisets; written by rowid only if they differ.
+                    let counting = try residue.compareAsMultisets(plan, consumer: nil)
+                    if counting.total == 0 {
+                        try consumer.beginTable(plan)
+                        try consumer.endTable(plan, counts: counting)
+                        return counting
+                    }
+                    try consumer.beginTable(byRowid)
+                    try residue.replayByRowid(byRowid, consumer: consumer)
+                    try consumer.endTable(byRowid, counts: counting)
+                    return counting
+                }
                 try consumer.beginTable(plan)
-                try consumer.endTable(plan, counts: ChangeCounts())
-                return ChangeCounts()
+                let counts = try residue.compareAsMultisets(plan, consumer: consumer)
+                try consumer.endTable(plan, counts: counts)
+                return counts
             }
         }
         if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
@@ -329,16 +345,7 @@ public enum DiffEngine {
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
-        var reading = shortcut?.reading(plan) ?? .everything
-        if let shortcut, shortcut.shared.sharedPages * 8 < shortcut.shared.leavesA, filter == nil, sources?.a != nil,
-           try sources?.a?.orderMismatch(plan) == nil, try sources?.b?.orderMismatch(plan) == nil {
-            // Hardly any leaf shared whole, only cells here and there (a
-            // VACUUMed or restored copy): a statement per gap between them
-            // costs more than decoding every row from the pages. (A pair
-            // that shares history, even with half its leaves changed, reads
-            // only the gaps: fewer rows.)
-            reading = .everything
-        }
+        let reading = try self.reading(plan, shortcut: shortcut, filter: filter, sources: sources)
         let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
         let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
@@ -393,6 +400,23 @@ public enum DiffEngine {
             }
         }
         return (counts, nullKeyRows)
+    }
+
+    /// Which rows of `plan`'s table a merge reads: those outside the ranges
+    /// both files share (see `shortcut`), or all of them.
+    static func reading(_ plan: TablePlan, shortcut: TableShortcut?, filter: String?,
+                        sources: (a: PageSource?, b: PageSource?)?) throws -> TableShortcut.Reading {
+        var reading = shortcut?.reading(plan) ?? .everything
+        if let shortcut, shortcut.shared.sharedPages * 8 < shortcut.shared.leavesA, filter == nil, sources?.a != nil,
+           try sources?.a?.orderMismatch(plan) == nil, try sources?.b?.orderMismatch(plan) == nil {
+            // Hardly any leaf shared whole, only cells here and there (a
+            // VACUUMed or restored copy): a statement per gap between them
+            // costs more than decoding every row from the pages. (A pair
+            // that shares history, even with half its leaves changed, reads
+            // only the gaps: fewer rows.)
+            reading = .everything
+        }
+        return reading
     }
 
     /// A stream of a side's rows: all of them, or only those outside the

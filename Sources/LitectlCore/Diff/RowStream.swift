@@ -90,36 +90,83 @@ final class RowBatch {
         rows += 1
     }
 
-    /// Appends a row decoded from the pages.
+    /// Appends a row decoded from the pages: its size is summed first, so
+    /// that room is made once per row rather than once per cell.
     func append(_ row: DecodedRow) {
+        var size = 0
         for cell in row.cells {
-            addOffset(byteCount)
             switch cell {
-            case .integer(let v):
-                reserve(9)
-                bytes[byteCount] = UInt8(SQLITE_INTEGER)
-                UnsafeMutableRawPointer(bytes + byteCount + 1).storeBytes(of: UInt64(bitPattern: v), as: UInt64.self)
-                byteCount += 9
-            case .real(let d):
-                reserve(9)
-                bytes[byteCount] = UInt8(SQLITE_FLOAT)
-                UnsafeMutableRawPointer(bytes + byteCount + 1).storeBytes(of: d.bitPattern, as: UInt64.self)
-                byteCount += 9
-            case .text(let b), .blob(let b):
-                reserve(1 + b.count)
-                if case .text = cell { bytes[byteCount] = UInt8(SQLITE_TEXT) } else { bytes[byteCount] = UInt8(SQLITE_BLOB) }
-                if let base = b.baseAddress, b.count > 0 {
-                    (bytes + byteCount + 1).update(from: base.assumingMemoryBound(to: UInt8.self), count: b.count)
-                }
-                byteCount += 1 + b.count
-            case .null:
-                reserve(1)
-                bytes[byteCount] = UInt8(SQLITE_NULL)
-                byteCount += 1
+            case .integer, .real: size += 9
+            case .text(let b), .blob(let b): size += 1 + b.count
+            case .null: size += 1
             }
         }
-        addOffset(byteCount)
+        reserve(size)
+        reserveOffsets(row.cells.count + 1)
+        var at = byteCount
+        var slot = offsetCount
+        for cell in row.cells {
+            offsets[slot] = at
+            slot += 1
+            switch cell {
+            case .integer(let v):
+                bytes[at] = UInt8(SQLITE_INTEGER)
+                UnsafeMutableRawPointer(bytes + at + 1).storeBytes(of: UInt64(bitPattern: v), as: UInt64.self)
+                at += 9
+            case .real(let d):
+                bytes[at] = UInt8(SQLITE_FLOAT)
+                UnsafeMutableRawPointer(bytes + at + 1).storeBytes(of: d.bitPattern, as: UInt64.self)
+                at += 9
+            case .text(let b):
+                bytes[at] = UInt8(SQLITE_TEXT)
+                if let base = b.baseAddress, b.count > 0 { (bytes + at + 1).update(from: base.assumingMemoryBound(to: UInt8.self), count: b.count) }
+                at += 1 + b.count
+            case .blob(let b):
+                bytes[at] = UInt8(SQLITE_BLOB)
+                if let base = b.baseAddress, b.count > 0 { (bytes + at + 1).update(from: base.assumingMemoryBound(to: UInt8.self), count: b.count) }
+                at += 1 + b.count
+            case .null:
+                bytes[at] = UInt8(SQLITE_NULL)
+                at += 1
+            }
+        }
+        offsets[slot] = at
+        offsetCount = slot + 1
+        byteCount = at
         rows += 1
+    }
+
+    /// Appends a copy of `row` (a row of a batch with as many columns).
+    func append(_ row: DiffRow) {
+        precondition(row.count == columns)
+        let start = row.offsets[0], size = row.offsets[row.count] - start
+        reserve(size)
+        reserveOffsets(columns + 1)
+        (bytes + byteCount).update(from: row.bytes + start, count: size)
+        let shift = byteCount - start
+        for k in 0...columns { offsets[offsetCount + k] = row.offsets[k] + shift }
+        offsetCount += columns + 1
+        byteCount += size
+        rows += 1
+    }
+
+    /// Makes room for `extra` more offsets.
+    func reserveOffsets(_ extra: Int) {
+        guard offsetCount + extra > offsetCapacity else { return }
+        var capacity = offsetCapacity * 2
+        while capacity < offsetCount + extra { capacity *= 2 }
+        let grown = UnsafeMutablePointer<Int>.allocate(capacity: capacity)
+        grown.update(from: offsets, count: offsetCount)
+        offsets.deallocate()
+        offsets = grown
+        offsetCapacity = capacity
+    }
+
+    /// Empties the batch, keeping its memory.
+    func removeAll() {
+        byteCount = 0
+        offsetCount = 0
+        rows = 0
     }
 
     func row(_ index: Int) -> DiffRow {
@@ -155,6 +202,10 @@ public struct DiffRow {
         return UnsafeRawBufferPointer(start: bytes + s, count: offsets[index + 1] - s)
     }
 
+    /// The row without its first column (a rowid plan's row read as the
+    /// row of the same plan without the rowid).
+    var droppingFirst: DiffRow { DiffRow(bytes: bytes, offsets: offsets + 1, count: count - 1) }
+
     /// The whole row's encoding (for a quick equality test).
     var encoded: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: bytes + offsets[0], count: offsets[count] - offsets[0])
@@ -178,6 +229,8 @@ final class BatchQueue: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     private var changed = pthread_cond_t()
     private var items: [RowBatch] = []
+    /// Batches read by the merge, for the reader to fill again.
+    private var spares: [RowBatch] = []
     private let capacity: Int
     private var finished = false
     private var cancelled = false
@@ -204,6 +257,23 @@ final class BatchQueue: @unchecked Sendable {
         items.append(batch)
         pthread_cond_broadcast(&changed)
         return true
+    }
+
+    /// A batch the reader may fill again, if the merge has given one back.
+    func spare() -> RowBatch? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return spares.popLast()
+    }
+
+    /// Gives back a batch whose rows are read (at most two are kept, and
+    /// none grown past 128 KiB by a huge row).
+    func giveBack(_ batch: RowBatch) {
+        guard batch.byteCapacity <= 1 << 17 else { return }
+        batch.removeAll()
+        pthread_mutex_lock(&mutex)
+        if spares.count < 2 { spares.append(batch) }
+        pthread_mutex_unlock(&mutex)
     }
 
     /// Marks the end of the rows (with the reader's error, if any).
@@ -261,7 +331,7 @@ final class BatchSink {
     private func flushIfFull() throws {
         if current.byteCount >= 1 << 16 || current.rows >= 1024 {
             guard queue.put(current) else { throw RowStream.Cancelled() }
-            current = RowBatch(columns: columns)
+            current = queue.spare() ?? RowBatch(columns: columns)
         }
     }
 
@@ -379,6 +449,11 @@ final class RowStream: @unchecked Sendable {
         if let batch, index + 1 < batch.rows {
             index += 1
             return true
+        }
+        if let spent = batch, part < queues.count {
+            // Its rows are read: the reader fills it again (fresh batches cost
+            // page faults and zeroed pages in the kernel, for every batch).
+            queues[part].giveBack(spent)
         }
         batch = nil
         while part < queues.count {

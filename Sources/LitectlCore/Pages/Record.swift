@@ -37,12 +37,23 @@ enum Varint {
 
 /// Serial types: what a record field holds and how many bytes it takes.
 enum SerialType {
-    private static let fixedLengths: [Int] = [0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0]
-
     /// The field's length in bytes (types 10 and 11, reserved, take none).
     @inline(__always)
     static func length(_ type: UInt32) -> Int {
-        type >= 12 ? Int((type - 12) / 2) : fixedLengths[Int(type)]
+        if type >= 12 { return Int((type - 12) / 2) }
+        return fixedLength(type)
+    }
+
+    /// The lengths of types 0-11: 0, 1, 2, 3, 4, 6, 8, 8, then 0 (a switch,
+    /// not a table: this runs for every field of every row).
+    @inline(__always)
+    private static func fixedLength(_ type: UInt32) -> Int {
+        switch type {
+        case 1...4: return Int(type)
+        case 5: return 6
+        case 6, 7: return 8
+        default: return 0
+        }
     }
 
     /// The value of a field of serial type `type` whose bytes start at
@@ -56,14 +67,12 @@ enum SerialType {
         case 8: return .integer(0)
         case 9: return .integer(1)
         case 1...6:
-            let n = fixedLengths[Int(type)]
+            let n = fixedLength(type)
             var v = Int64(Int8(bitPattern: bytes.load(as: UInt8.self)))
             for j in 1..<n { v = v << 8 | Int64(bytes.load(fromByteOffset: j, as: UInt8.self)) }
             return .integer(v)
         case 7:
-            var bits: UInt64 = 0
-            for j in 0..<8 { bits = bits << 8 | UInt64(bytes.load(fromByteOffset: j, as: UInt8.self)) }
-            let d = Double(bitPattern: bits)
+            let d = Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
             return d.isNaN ? .null : .real(d)
         default:
             let buffer = UnsafeRawBufferPointer(start: bytes, count: Int((type - 12) / 2))
@@ -127,6 +136,40 @@ enum RecordHeader {
         if offset > payloadSize || (at >= headerSize && offset != payloadSize) {
             throw PageError(.badRecord, "record fields take \(offset) bytes of a \(payloadSize)-byte payload")
         }
+    }
+
+    /// `parse` into room for `limit` fields at `fields` (the row decoder's
+    /// hot path: no array to grow); returns how many were parsed. (Named
+    /// apart from `parse`: `&array` would convert to this pointer.)
+    @inline(__always)
+    static func parseFields(_ bytes: UnsafeRawPointer, headerSize: Int, sizeLength: Int, payloadSize: Int, limit: Int,
+                            filling fields: UnsafeMutablePointer<RecordField>) throws -> Int {
+        guard headerSize > 0 else { return 0 }
+        var count = 0
+        var at = sizeLength
+        var offset = headerSize
+        while count < limit && at < headerSize {
+            let type: UInt32
+            let first = bytes.load(fromByteOffset: at, as: UInt8.self)
+            if first < 0x80 {
+                type = UInt32(first)
+                at += 1
+            } else {
+                guard let long = Varint.read32(bytes, at, headerSize) else {
+                    throw PageError(.badRecord, "serial type of field \(count) runs past the record header")
+                }
+                type = long.value
+                at += long.length
+            }
+            fields[count] = RecordField(type: type, offset: offset)
+            count += 1
+            offset += SerialType.length(type)
+            if offset > payloadSize { break }
+        }
+        if offset > payloadSize || (at >= headerSize && offset != payloadSize) {
+            throw PageError(.badRecord, "record fields take \(offset) bytes of a \(payloadSize)-byte payload")
+        }
+        return count
     }
 
     /// Every field of a whole record (header and data at `payload`) as exact

@@ -17,7 +17,14 @@ struct DecodedRow {
 final class RowDecoder {
     let layout: TableLayout
     let walker: BTreeWalker
-    private var fields: [RecordField] = []
+    /// The parsed header's fields (room for `layout.fieldLimit`).
+    private let fields: UnsafeMutableBufferPointer<RecordField>
+    /// Per column: its record field, or -1 for the rowid; and whether it
+    /// reads integers as REAL. Plain values, so that the per-row loop copies
+    /// no `TableLayout.Column` (whose strings cost a retain and a release).
+    private let fieldOf: UnsafeMutableBufferPointer<Int>
+    private let realAffinity: UnsafeMutableBufferPointer<Bool>
+    private let fieldLimit: Int
     private let payload = PayloadBuffer()
     private let cells: UnsafeMutableBufferPointer<Cell>
     /// UTF-8 made of each column's UTF-16 TEXT (UTF-16 databases only).
@@ -37,11 +44,21 @@ final class RowDecoder {
         bigEndian = layout.encoding == .utf16be
         converted = textIsUTF16 ? layout.columns.map { _ in PayloadBuffer(capacity: 256) } : []
         defaults = Array(repeating: nil, count: layout.columns.count)
-        fields.reserveCapacity(layout.fieldLimit)
+        fieldLimit = layout.fieldLimit
+        fields = .allocate(capacity: max(layout.fieldLimit, 1))
+        fieldOf = .allocate(capacity: max(layout.columns.count, 1))
+        realAffinity = .allocate(capacity: max(layout.columns.count, 1))
+        for (i, column) in layout.columns.enumerated() {
+            if case .field(let n) = column.source { fieldOf[i] = n } else { fieldOf[i] = -1 }
+            realAffinity[i] = column.realAffinity
+        }
     }
 
     deinit {
         cells.deallocate()
+        fields.deallocate()
+        fieldOf.deallocate()
+        realAffinity.deallocate()
         for bytes in defaultBytes { bytes.deallocate() }
     }
 
@@ -71,26 +88,28 @@ final class RowDecoder {
             record = UnsafeRawPointer(payload.bytes)
             available = header.size
         }
-        try RecordHeader.parse(record, headerSize: header.size, sizeLength: header.length, payloadSize: cell.payloadSize,
-                               limit: layout.fieldLimit, into: &fields)
+        let parsed = try RecordHeader.parseFields(record, headerSize: header.size, sizeLength: header.length,
+                                                  payloadSize: cell.payloadSize, limit: fieldLimit,
+                                                  filling: fields.baseAddress!)
+        let count = layout.columns.count
         var needed = 0
-        let parsed = fields.count
-        for column in layout.columns {
-            if case .field(let n) = column.source, n < parsed { needed = max(needed, fields[n].end) }
+        for i in 0..<count {
+            let n = fieldOf[i]
+            if n >= 0 && n < parsed { needed = max(needed, fields[n].end) }
         }
         if needed > available {
             try Overflow.assemble(cell, page: base, count: needed, pages: walker.pages, into: payload)
             record = UnsafeRawPointer(payload.bytes)
         }
-        for (i, column) in layout.columns.enumerated() {
-            switch column.source {
-            case .rowid:
+        for i in 0..<count {
+            let n = fieldOf[i]
+            if n < 0 {
                 cells[i] = .integer(cell.rowid)
-            case .field(let n) where n < parsed:
+            } else if n < parsed {
                 let field = fields[n]
                 var value = SerialType.cell(field.type, record + field.offset)
                 switch value {
-                case .integer(let v) where column.realAffinity:
+                case .integer(let v) where realAffinity[i]:
                     value = .real(Double(v))
                 case .text(let bytes) where textIsUTF16:
                     let out = converted[i]
@@ -101,7 +120,7 @@ final class RowDecoder {
                     break
                 }
                 cells[i] = value
-            case .field:
+            } else {
                 cells[i] = try shortRecordValue(i)
             }
         }
