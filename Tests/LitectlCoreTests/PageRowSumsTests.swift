@@ -22,6 +22,13 @@ final class PageRowSumsTests: XCTestCase {
                                   snapshots: try repository.snapshots().snapshots, lock: nil)
     }
 
+    /// An empty, unencrypted repository in `folder`.
+    func newRepository(in folder: TemporaryFolder) throws -> Repository {
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        return try Repository.initialize(store, secret: nil)
+    }
+
     /// Both of `litectl hash`'s paths for the file as it is now.
     func hashes(_ db: String) throws -> (pages: String, statements: String) {
         var statements = ContentHashOptions()
@@ -54,9 +61,7 @@ final class PageRowSumsTests: XCTestCase {
 
     func testSummedHashEqualsBothPathsThroughChanges() throws {
         let folder = try TemporaryFolder("rowsums")
-        let store = FolderStore(path: folder.file("repo"))
-        try store.createRoot()
-        let repository = try Repository.initialize(store, secret: nil)
+        let repository = try newRepository(in: folder)
         var reusedSomewhere = false, restoredFromCache = false
         var snapshots: [Snapshot] = []
         for seed in UInt64(1)...16 {
@@ -101,9 +106,7 @@ final class PageRowSumsTests: XCTestCase {
             RepoBackup.pagesFromWrites = fromWrites
             defer { RepoBackup.pagesFromWrites = true }
             let folder = try TemporaryFolder("rowsums")
-            let store = FolderStore(path: folder.file("repo"))
-            try store.createRoot()
-            let repository = try Repository.initialize(store, secret: nil)
+            let repository = try newRepository(in: folder)
             let db = folder.file("app.db")
             try makeDatabase(db, """
                 CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, b BLOB);
@@ -137,9 +140,7 @@ final class PageRowSumsTests: XCTestCase {
     /// that changed since, and both land with the recorded logical hash.
     func testRestoreReusesTheCacheOnlyForPagesItMatches() throws {
         let folder = try TemporaryFolder("rowsums")
-        let store = FolderStore(path: folder.file("repo"))
-        try store.createRoot()
-        let repository = try Repository.initialize(store, secret: nil)
+        let repository = try newRepository(in: folder)
         let db = folder.file("app.db")
         try makeDatabase(db, """
             CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
@@ -166,9 +167,7 @@ final class PageRowSumsTests: XCTestCase {
     /// A cache that is damaged, or that another schema made, is ignored.
     func testDamagedOrForeignCacheIsIgnored() throws {
         let folder = try TemporaryFolder("rowsums")
-        let store = FolderStore(path: folder.file("repo"))
-        try store.createRoot()
-        let repository = try Repository.initialize(store, secret: nil)
+        let repository = try newRepository(in: folder)
         let db = folder.file("app.db")
         try makeDatabase(db, """
             CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, b BLOB);
