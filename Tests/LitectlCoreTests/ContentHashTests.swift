@@ -26,6 +26,32 @@ import TestSupport
         #expect(a.tables.map(\.rows) == [3, 2])
     }
 
+    /// The multiset sum against schoolbook addition, byte by byte, of the
+    /// same 32-byte little-endian numbers modulo 2^256: carries across every
+    /// limb (all-0xFF digests), and sums of sums.
+    @Test func rowSumsAddAsNumbersModulo2To256() {
+        func schoolbook(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 32), carry = 0
+            for i in 0..<32 { let s = Int(a[i]) + Int(b[i]) + carry; out[i] = UInt8(s & 0xFF); carry = s >> 8 }
+            return out
+        }
+        var generator = SystemRandomNumberGenerator()
+        var digests: [[UInt8]] = [[UInt8](repeating: 0xFF, count: 32), [1] + [UInt8](repeating: 0, count: 31),
+                                  [UInt8](repeating: 0xFF, count: 32)]
+        digests += (0..<200).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        var sum = UInt256(), half = UInt256(), expected = [UInt8](repeating: 0, count: 32)
+        for (i, digest) in digests.enumerated() {
+            if i % 2 == 0 { sum.add(digest) } else { half.add(digest) }
+            expected = schoolbook(expected, digest)
+        }
+        sum.add(half)
+        #expect(sum.bytes == expected)
+        var wrapped = UInt256()
+        wrapped.add([UInt8](repeating: 0xFF, count: 32))
+        wrapped.add([1] + [UInt8](repeating: 0, count: 31))
+        #expect(wrapped.bytes == [UInt8](repeating: 0, count: 32))
+    }
+
     @Test func everyExactDifferenceCounts() throws {
         let base = "CREATE TABLE t(v); INSERT INTO t VALUES "
         let digests = try ["1", "1.0", "'1'", "x'31'", "NULL", "0.0", "'a'", "'A'", "'e' || char(769)", "char(233)"]

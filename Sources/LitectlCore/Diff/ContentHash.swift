@@ -218,9 +218,10 @@ public enum ContentHasher {
         appendValue(.text(text), to: &out)
     }
 
+    /// `v`'s 8 bytes, little-endian.
+    @inline(__always)
     static func appendInt(_ v: UInt64, to out: inout [UInt8]) {
-        var x = v
-        for _ in 0..<8 { out.append(UInt8(x & 0xFF)); x >>= 8 }
+        withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
@@ -267,41 +268,48 @@ public func normalizeSQL(_ sql: String) -> String {
     return String(decoding: out, as: UTF8.self)
 }
 
-/// A 256-bit unsigned integer, for the multiset sum of row digests.
+/// A 256-bit unsigned integer, for the multiset sum of row digests: four
+/// little-endian limbs held inline (this is added to once per row, so it
+/// must not be an array, whose every write checks uniqueness and bounds).
 struct UInt256 {
-    var limbs: [UInt64] = [0, 0, 0, 0]
+    private var l0: UInt64 = 0, l1: UInt64 = 0, l2: UInt64 = 0, l3: UInt64 = 0
 
     mutating func add(_ digest: [UInt8]) {
         digest.withUnsafeBytes { add($0) }
     }
 
     /// Adds a 32-byte digest read as a little-endian number, modulo 2^256.
+    @inline(__always)
     mutating func add(_ digest: UnsafeRawBufferPointer) {
-        var carry: UInt64 = 0
-        for i in 0..<4 {
-            var limb: UInt64 = 0
-            for j in 0..<8 { limb |= UInt64(digest[i * 8 + j]) << UInt64(8 * j) }
-            let (s1, o1) = limbs[i].addingReportingOverflow(limb)
-            let (s2, o2) = s1.addingReportingOverflow(carry)
-            limbs[i] = s2
-            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
-        }
+        precondition(digest.count >= 32, "a digest is 32 bytes")
+        add(UInt64(littleEndian: digest.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            UInt64(littleEndian: digest.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            UInt64(littleEndian: digest.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+            UInt64(littleEndian: digest.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
     }
 
     /// Adds another sum, modulo 2^256 (sums of parts of a multiset add up).
     mutating func add(_ other: UInt256) {
-        var carry: UInt64 = 0
-        for i in 0..<4 {
-            let (s1, o1) = limbs[i].addingReportingOverflow(other.limbs[i])
-            let (s2, o2) = s1.addingReportingOverflow(carry)
-            limbs[i] = s2
-            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
-        }
+        add(other.l0, other.l1, other.l2, other.l3)
     }
 
+    @inline(__always)
+    private mutating func add(_ a: UInt64, _ b: UInt64, _ c: UInt64, _ d: UInt64) {
+        var carry: UInt64 = 0
+        func limb(_ x: inout UInt64, _ y: UInt64) {
+            let (s1, o1) = x.addingReportingOverflow(y)
+            let (s2, o2) = s1.addingReportingOverflow(carry)
+            x = s2
+            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
+        }
+        limb(&l0, a); limb(&l1, b); limb(&l2, c); limb(&l3, d)
+    }
+
+    /// The 32 bytes, least significant limb first, each little-endian.
     var bytes: [UInt8] {
         var out: [UInt8] = []
-        for limb in limbs { ContentHasher.appendInt(limb, to: &out) }
+        out.reserveCapacity(32)
+        for limb in [l0, l1, l2, l3] { ContentHasher.appendInt(limb, to: &out) }
         return out
     }
 }

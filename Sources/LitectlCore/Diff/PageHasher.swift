@@ -46,7 +46,7 @@ enum PageHasher {
         /// Takes jobs until none is left.
         func work(_ worker: Int) {
             var decoder: (table: Int, decoder: RowDecoder)?
-            var buffer: [UInt8] = []
+            let digester = RowDigester()
             while true {
                 let index = counter.take()
                 guard index < jobs.count else { return }
@@ -59,10 +59,7 @@ enum PageHasher {
                 var count: Int64 = 0
                 do {
                     try decoder!.decoder.forEachRow(in: job.part) { row in
-                        PageHasher.encode(row, into: &buffer)
-                        var hasher = SHA256()
-                        buffer.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-                        hasher.finalize().withUnsafeBytes { sum.add($0) }
+                        digester.add(row, to: &sum)
                         count += 1
                     }
                     sums[index] = sum
@@ -127,21 +124,61 @@ enum PageHasher {
         return (result, notes)
     }
 
-    /// A row's bytes for its digest, as `ContentHasher.hashRows` makes them
-    /// from a statement: the column count, then each value tagged.
-    static func encode(_ row: DecodedRow, into out: inout [UInt8]) {
-        out.removeAll(keepingCapacity: true)
-        ContentHasher.appendInt(UInt64(row.cells.count), to: &out)
+}
+
+/// Adds decoded rows' digests to a sum, as `ContentHasher.hashRows` hashes a
+/// statement's row: the column count, then each value tagged, hashed with
+/// SHA-256. The bytes are laid out in a buffer reused from row to row, their
+/// size counted first, so a row costs no allocation but the digest's. One
+/// per thread.
+final class RowDigester {
+    private var storage: UnsafeMutableRawPointer
+    private var capacity: Int
+
+    init() {
+        capacity = 4096
+        storage = .allocate(byteCount: capacity, alignment: 8)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Adds the digest of `row` to `sum`.
+    func add(_ row: DecodedRow, to sum: inout UInt256) {
+        var size = 8
         for cell in row.cells {
             switch cell {
-            case .null: out.append(0)
-            case .integer(let v): out.append(1); ContentHasher.appendInt(UInt64(bitPattern: v), to: &out)
-            case .real(let d): out.append(2); ContentHasher.appendInt(d.bitPattern, to: &out)
-            case .text(let bytes):
-                out.append(3); ContentHasher.appendInt(UInt64(bytes.count), to: &out); out.append(contentsOf: bytes)
-            case .blob(let bytes):
-                out.append(4); ContentHasher.appendInt(UInt64(bytes.count), to: &out); out.append(contentsOf: bytes)
+            case .null: size += 1
+            case .integer, .real: size += 9
+            case .text(let bytes), .blob(let bytes): size += 9 + bytes.count
             }
         }
+        if size > capacity {
+            storage.deallocate()
+            capacity = max(size, capacity * 2)
+            storage = .allocate(byteCount: capacity, alignment: 8)
+        }
+        let out = storage
+        var at = 0
+        func int(_ v: UInt64) { out.storeBytes(of: v.littleEndian, toByteOffset: at, as: UInt64.self); at += 8 }
+        func tagged(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer) {
+            out.storeBytes(of: tag, toByteOffset: at, as: UInt8.self)
+            at += 1
+            int(UInt64(bytes.count))
+            if let base = bytes.baseAddress, !bytes.isEmpty { (out + at).copyMemory(from: base, byteCount: bytes.count) }
+            at += bytes.count
+        }
+        int(UInt64(row.cells.count))
+        for cell in row.cells {
+            switch cell {
+            case .null: out.storeBytes(of: 0 as UInt8, toByteOffset: at, as: UInt8.self); at += 1
+            case .integer(let v): out.storeBytes(of: 1 as UInt8, toByteOffset: at, as: UInt8.self); at += 1; int(UInt64(bitPattern: v))
+            case .real(let d): out.storeBytes(of: 2 as UInt8, toByteOffset: at, as: UInt8.self); at += 1; int(d.bitPattern)
+            case .text(let bytes): tagged(3, bytes)
+            case .blob(let bytes): tagged(4, bytes)
+            }
+        }
+        var hasher = SHA256()
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(start: out, count: at))
+        hasher.finalize().withUnsafeBytes { sum.add($0) }
     }
 }

@@ -39,7 +39,7 @@ final class PageRowSums {
     /// Entries for the new cache not yet written: the file must list pages in
     /// increasing order, and a chunk's reused sums are known before its decoded ones.
     private var pending: [RowSumCache.Entry] = []
-    private var buffer: [UInt8] = []
+    private let digester = RowDigester()
     /// Pages whose sums came from the cache, and pages decoded.
     private(set) var reused = 0, decoded = 0
 
@@ -156,7 +156,7 @@ final class PageRowSums {
     /// below writes the cache entries).
     private func addOne(_ p: Int, bytes: UnsafeRawBufferPointer, id: PageID) {
         let t = Int(owner[p]) - 1
-        apply(p, t, id, Result { try pageSum(t, bytes, page: UInt32(p), decoders: decoders, buffer: &buffer) })
+        apply(p, t, id, Result { try pageSum(t, bytes, page: UInt32(p), decoders: decoders, digester: digester) })
     }
 
     /// Adds the rows of pages that `needs` asked for, given in increasing
@@ -180,11 +180,11 @@ final class PageRowSums {
             nonisolated(unsafe) let out = out, pages = pages
             nonisolated(unsafe) let sums = self
             DispatchQueue.concurrentPerform(iterations: n) { w in
-                var buffer: [UInt8] = []
+                let digester = RowDigester()
                 let decoders = w == 0 ? sums.decoders : sums.workerDecoders[w - 1]
                 for k in stride(from: w, to: pages.count, by: n) {
                     let page = pages[k], t = Int(sums.owner[page.p]) - 1
-                    out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, buffer: &buffer) }
+                    out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, digester: digester) }
                 }
             }
         }
@@ -252,7 +252,7 @@ final class PageRowSums {
 
     /// The sum and count of the rows on one page of `t`'s tree, and whether any runs into overflow pages.
     private func pageSum(_ t: Int, _ bytes: UnsafeRawBufferPointer, page number: UInt32, decoders: [RowDecoder?],
-                         buffer: inout [UInt8]) throws -> (UInt256, Int, Bool) {
+                         digester: RowDigester) throws -> (UInt256, Int, Bool) {
         guard let layout = layouts[t], let decoder = decoders[t] else { throw PageError(.unsupported, "no layout") }
         let page = BTreePage(bytes: bytes, usable: reader.pages.usableSize, page: number)
         let header = try page.header()
@@ -263,11 +263,7 @@ final class PageRowSums {
         for i in 0..<header.cellCount {
             let cell = try page.cell(i)
             if cell.overflow != 0 { overflow = true }
-            let row = try decoder.decode(page, cell)
-            PageHasher.encode(row, into: &buffer)
-            var hasher = SHA256()
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-            hasher.finalize().withUnsafeBytes { sum.add($0) }
+            digester.add(try decoder.decode(page, cell), to: &sum)
         }
         return (sum, header.cellCount, overflow)
     }
