@@ -237,7 +237,10 @@ final class BatchQueue: @unchecked Sendable {
     /// The reader's error, if it failed.
     private(set) var failure: (any Error)?
 
-    init(capacity: Int = 4) {
+    /// `capacity`: the batches that may wait in the queue. Two keep the
+    /// reader and the merge both busy (one filled while one is read); more
+    /// only cost memory (64 KiB and more each, per part).
+    init(capacity: Int = 2) {
         self.capacity = capacity
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&changed, nil)

@@ -68,7 +68,7 @@ final class SharedPages {
     /// file that cannot be read through SQLite's handle.
     init?(_ ca: Connection, _ cb: Connection) throws {
         guard try ca.scalar("PRAGMA encoding") == .text("UTF-8"), try cb.scalar("PRAGMA encoding") == .text("UTF-8"),
-              let a = try PageFile(ca), let b = try PageFile(cb),
+              let a = try PageFile(ca, cacheChunks: 4), let b = try PageFile(cb, cacheChunks: 4),
               a.pageSize == b.pageSize, a.usableSize == b.usableSize else { return nil }
         self.a = a
         self.b = b
