@@ -459,6 +459,14 @@ struct TableShortcut {
         case gaps(keys: [String], ranges: [(low: KeyBound, high: KeyBound)])
         /// Rows whose rowid lies outside the shared ranges, in whatever order the plan sorts.
         case unsharedRowids(rowid: String, ranges: [(low: KeyBound, high: KeyBound)])
+
+        /// Every row: nothing shared to skip.
+        var isEverything: Bool {
+            switch self {
+            case .everything: return true
+            case .gaps(_, let ranges), .unsharedRowids(_, let ranges): return ranges.isEmpty
+            }
+        }
     }
 
     /// How to read a side for `plan`: only the gaps when the plan reads in
