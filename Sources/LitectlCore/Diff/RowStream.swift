@@ -346,7 +346,11 @@ final class BatchSink {
 
     /// A row decoded from the pages.
     func append(_ row: DecodedRow) throws {
-        current.append(row)
+        // `current` holds the batch for the call: reading the property
+        // retained and released it around every row (perf put swift_retain
+        // and swift_release at a sixth of the samples of a diff of raw
+        // records; without them the diff took 8% less CPU).
+        Unmanaged.passUnretained(current)._withUnsafeGuaranteedRef { $0.append(row) }
         try flushIfFull()
     }
 
