@@ -36,11 +36,14 @@ import TestSupport
 
     /// The diff of `a` and `b` in `style` (or as SQL), read as `options` say.
     static func output(_ a: String, _ b: String, sql: Bool, style: DiffReportStyle = .jsonl, readPages: Bool,
-                       threads: Int = 0, fullScan: Bool = false) throws -> (text: String, summary: DiffSummary) {
+                       threads: Int = 0, fullScan: Bool = false, records: Bool = true,
+                       dataOnly: Bool = false) throws -> (text: String, summary: DiffSummary) {
         let sink = MemorySink()
         let consumer: DiffConsumer = sql ? SQLPatchWriter(sink: sink) : DiffReportWriter(sink: sink, style: style)
         var options = DiffOptions()
         options.readPages = readPages
+        options.compareRecords = records
+        options.dataOnly = dataOnly
         options.skipSharedPages = !fullScan
         options.threadsPerSide = threads
         let summary = try DiffEngine.run(pathA: a, pathB: b, options: options, consumer: consumer)
@@ -74,10 +77,11 @@ import TestSupport
                     #expect(throws: (any Error).self) { try Self.output(a.path, b, sql: sql, readPages: true, threads: 2) }
                     continue
                 }
-                for threads in [1, 3] {
-                    let pages = try Self.output(a.path, b, sql: sql, readPages: true, threads: threads)
+                // Raw records compared (the default), and every row decoded.
+                for (threads, records) in [(1, true), (3, true), (1, false)] {
+                    let pages = try Self.output(a.path, b, sql: sql, readPages: true, threads: threads, records: records)
                     let same = pages.text == statements.text
-                    #expect(same, "\(a.summary)\n\(sql ? "sql" : "jsonl"), \(threads) threads:\n\(pages.text.prefix(600))\n--- statements:\n\(statements.text.prefix(600))")
+                    #expect(same, "\(a.summary)\n\(sql ? "sql" : "jsonl"), \(threads) threads, records \(records):\n\(pages.text.prefix(600))\n--- statements:\n\(statements.text.prefix(600))")
                     #expect(pages.summary.tables.map(\.counts) == statements.summary.tables.map(\.counts))
                 }
             }
@@ -180,5 +184,75 @@ extension DiffPagesTests {
                 #expect(fromStatements == (encoding == "UTF-8" ? ["n"] : ["n", "w"]), "\(pages.summary.notes)")
             }
         }
+    }
+}
+
+extension DiffPagesTests {
+    /// Records compared as bytes: rows whose records differ in bytes but not
+    /// in values (1.0 stored as REAL in a column that SQLite would store as
+    /// the integer 1, a short ADD COLUMN record against the full one) are
+    /// no change; records equal byte for byte that read as other values (a
+    /// column with REAL affinity on one side only, another ADD COLUMN
+    /// default, UTF-8 'ab' against UTF-16le U+6261) are a change. Every path
+    /// must report what the statement path reports.
+    @Test func recordBytesAgainstValues() throws {
+        let folder = try TemporaryFolder("diff-records")
+        func pair(_ name: String, _ scriptA: String, _ scriptB: String, dataOnly: Bool = false) throws -> [String] {
+            let a = folder.file(name + "-a.db"), b = folder.file(name + "-b.db")
+            try makeDatabase(a, scriptA)
+            try makeDatabase(b, scriptB)
+            var texts: [String] = []
+            for sql in [false, true] where !(sql && dataOnly) {
+                let statements = try Self.output(a, b, sql: sql, readPages: false, dataOnly: dataOnly)
+                for records in [true, false] {
+                    let pages = try Self.output(a, b, sql: sql, readPages: true, records: records, dataOnly: dataOnly)
+                    #expect(pages.text == statements.text, "\(name), sql \(sql), records \(records):\n\(pages.text)\n--- statements:\n\(statements.text)")
+                }
+                texts.append(statements.text)
+            }
+            return texts
+        }
+        let rows = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300)"
+        // The same values in other bytes: no change.
+        let sameValues = try pair("same", """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, r, s);
+            \(rows) INSERT INTO t SELECT i, i * 1.0, 'v' || i FROM c;
+            PRAGMA writable_schema = ON;
+            UPDATE sqlite_schema SET sql = 'CREATE TABLE t(id INTEGER PRIMARY KEY, r REAL, s)' WHERE name = 't';
+            PRAGMA writable_schema = OFF;
+            CREATE TABLE u(id INTEGER PRIMARY KEY, v);
+            \(rows) INSERT INTO u SELECT i, i FROM c;
+            ALTER TABLE u ADD COLUMN w DEFAULT 7;
+            """, """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, r REAL, s);
+            \(rows) INSERT INTO t SELECT i, i * 1.0, 'v' || i FROM c;
+            CREATE TABLE u(id INTEGER PRIMARY KEY, v, w DEFAULT 7);
+            \(rows) INSERT INTO u SELECT i, i, 7 FROM c;
+            """)
+        let nothing = sameValues.allSatisfy { $0.isEmpty }
+        #expect(nothing, "\(sameValues)")
+        // The same bytes read as other values: every row changed.
+        let affinity = try pair("affinity", """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, r); \(rows) INSERT INTO t SELECT i, i FROM c;
+            """, """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, r REAL); \(rows) INSERT INTO t SELECT i, i FROM c;
+            """, dataOnly: true)
+        #expect(affinity[0].components(separatedBy: "\"operation\":\"update\"").count - 1 == 300, "\(affinity[0].prefix(300))")
+        let defaults = try pair("defaults", """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v); \(rows) INSERT INTO t SELECT i, i FROM c;
+            ALTER TABLE t ADD COLUMN w DEFAULT 5;
+            """, """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v); \(rows) INSERT INTO t SELECT i, i FROM c;
+            ALTER TABLE t ADD COLUMN w DEFAULT 6;
+            """, dataOnly: true)
+        #expect(defaults[0].components(separatedBy: "\"operation\":\"update\"").count - 1 == 300, "\(defaults[0].prefix(300))")
+        let encodings = try pair("encoding", """
+            PRAGMA encoding = 'UTF-8'; CREATE TABLE t(id INTEGER PRIMARY KEY, s TEXT);
+            \(rows) INSERT INTO t SELECT i, 'ab' FROM c;
+            """, """
+            PRAGMA encoding = 'UTF-16le'; CREATE TABLE t(id INTEGER PRIMARY KEY, s TEXT);
+            \(rows) INSERT INTO t SELECT i, char(0x6261) FROM c;
+            """)
+        #expect(encodings[0].components(separatedBy: "\"operation\":\"update\"").count - 1 == 300, "\(encodings[0].prefix(300))")
     }
 }

@@ -16,6 +16,12 @@ import TestSupport
     /// reader refused (`refusal` says why).
     struct Reading {
         var fromPages: [[Value]]?
+        /// The rows read as raw records (`keysAndRecord`, every column as a
+        /// key) and those records decoded again (`decode(record:rowid:)`):
+        /// both must be `fromPages`. nil when that threw (`recordError`).
+        var keyedFromRecords: [[Value]]?
+        var fromRecords: [[Value]]?
+        var recordError: String?
         var refusal: String?
         var fromSelect: [[Value]]?
         var selectError: String?
@@ -41,6 +47,22 @@ import TestSupport
                 var rows: [[Value]] = []
                 try decoder.forEachRow { row in rows.append(row.cells.map(\.value)) }
                 reading.fromPages = rows
+                do {
+                    let walker = reader.decoder(layout, claimed: ClaimedPages(pageCount: reader.pages.pageCount))
+                    let again = reader.decoder(layout, claimed: ClaimedPages(pageCount: 0))
+                    let every = Array(layout.columns.indices)
+                    var keyed: [[Value]] = [], decoded: [[Value]] = []
+                    try walker.forEachCell { page, cell in
+                        let row = try walker.keysAndRecord(page, cell, keys: every)
+                        keyed.append(row.cells.dropLast().map(\.value))
+                        guard case .blob(let record)? = row.cells.last else { throw PageError(.badRecord, "no record cell") }
+                        decoded.append(try again.decode(record: record, rowid: cell.rowid).cells.map(\.value))
+                    }
+                    reading.keyedFromRecords = keyed
+                    reading.fromRecords = decoded
+                } catch {
+                    reading.recordError = "\(error)"
+                }
             } catch {
                 reading.refusal = "\(error)"
             }
@@ -75,6 +97,11 @@ import TestSupport
         return reading.ordered ? pages == select : sorted(pages) == sorted(select)
     }
 
+    /// The raw-record path read what the row decoder read.
+    static func recordsAgree(_ reading: Reading) -> Bool {
+        reading.fromPages != nil && reading.keyedFromRecords == reading.fromPages && reading.fromRecords == reading.fromPages
+    }
+
     /// The first difference, for a failure message.
     static func firstDifference(_ reading: Reading) -> String {
         guard let pages = reading.fromPages, let select = reading.fromSelect else {
@@ -107,8 +134,9 @@ import TestSupport
             for name in database.tables {
                 let reading = try Self.read(database.path, name)
                 tables += 1
-                let same = Self.sameRows(reading)
+                let same = Self.sameRows(reading), records = Self.recordsAgree(reading)
                 #expect(same, "\(database.summary)\n\(name): \(Self.firstDifference(reading))")
+                #expect(records, "\(database.summary)\n\(name): raw records \(reading.recordError ?? "read otherwise")")
             }
         }
         #expect(tables > 150, "\(tables) tables")
@@ -126,8 +154,9 @@ import TestSupport
                                                    settings: settings, maxRows: 3000)
             for name in database.tables {
                 let reading = try Self.read(database.path, name)
-                let same = Self.sameRows(reading)
+                let same = Self.sameRows(reading), records = Self.recordsAgree(reading)
                 #expect(same, "\(database.summary)\n\(name): \(Self.firstDifference(reading))")
+                #expect(records, "\(database.summary)\n\(name): raw records \(reading.recordError ?? "read otherwise")")
             }
         }
     }
@@ -238,6 +267,10 @@ import TestSupport
             for name in database.tables {
                 guard let reading = try? Self.read(database.path, name) else { continue }
                 if reading.fromPages == nil { errors += 1 } else { reads += 1 }
+                if reading.fromPages != nil && reading.fromRecords != nil {
+                    // (A damaged overflow page past the columns read fails the raw path only.)
+                    #expect(Self.recordsAgree(reading), "\(database.summary)\n\(name): raw records read otherwise")
+                }
                 if reading.fromPages != nil && reading.fromSelect != nil {
                     let same = Self.sameRows(reading)
                     #expect(same, "\(database.summary)\n\(name): \(Self.firstDifference(reading))")
@@ -375,6 +408,7 @@ import TestSupport
             let reading = try Self.read(path, "t")
             let same = Self.sameRows(reading), columns = reading.fromSelect?.first?.count ?? 0
             #expect(same, "\(encoding): \(Self.firstDifference(reading))")
+            #expect(Self.recordsAgree(reading), "\(encoding): raw records \(reading.recordError ?? "read otherwise")")
             #expect(columns > 100)
         }
     }

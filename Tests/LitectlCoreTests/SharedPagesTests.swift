@@ -59,6 +59,36 @@ import TestSupport
         #expect(w.shared.ranges.first?.low == .values([.text("key1")]) && w.shared.ranges.first?.high == .values([.text("key999")]))
     }
 
+    /// A copy with other pages (one row gone, then VACUUM INTO: every later
+    /// row moves) shares no page: past the first 64 leaves the comparison
+    /// gives up and the table is read in full (no shortcut); a table of
+    /// fewer leaves is still compared to its end.
+    @Test func aCopyWithOtherPagesIsGivenUpEarly() throws {
+        let folder = try TemporaryFolder("shared-none")
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, """
+            PRAGMA page_size = 512;
+            CREATE TABLE p(id INTEGER PRIMARY KEY, v);
+            CREATE TABLE q(id INTEGER PRIMARY KEY, v);
+            WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 20000)
+            INSERT INTO p SELECT n, 'value ' || n FROM i;
+            INSERT INTO q SELECT id, v FROM p WHERE id <= 300;
+            """)
+        let c = try folder.copy(a, as: "c.db")
+        _ = try sqlite3([c], input: "DELETE FROM p WHERE id = 1; DELETE FROM q WHERE id = 1; VACUUM INTO '\(b)';")
+        let leaves = Int(try sqlite3Scalar(a, "SELECT count(*) FROM dbstat WHERE name = 'p' AND pagetype = 'leaf'"))!
+        #expect(leaves > 2 * TreeComparison.leavesBeforeGivingUp)
+        #expect(try shortcut(a, b, "p") == nil)
+        let small = Int(try sqlite3Scalar(a, "SELECT count(*) FROM dbstat WHERE name = 'q' AND pagetype = 'leaf'"))!
+        #expect(small < TreeComparison.leavesBeforeGivingUp)
+        let q = try #require(try shortcut(a, b, "q"))
+        #expect(q.shared.sharedPages == 0 && q.shared.leavesA == small)
+        // A copy changed at its start still shares the rest.
+        _ = try sqlite3([c], input: "UPDATE p SET v = 'changed' WHERE id < 100;")
+        let changed = try #require(try shortcut(a, c, "p"))
+        #expect(changed.shared.sharedPages > leaves / 2)
+    }
+
     /// After changes, exactly the rows that are the same on both sides may be
     /// covered, and most of them are.
     @Test func onlyIdenticalRowsAreShared() throws {

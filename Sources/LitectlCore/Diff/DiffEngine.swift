@@ -46,7 +46,8 @@ public enum DiffEngine {
             return try b.readTransaction {
                 let walB = WALIndexHeader.pinned(b, before: beforeB)
                 let pages = options.readPages && !options.schemaOnly
-                    ? DiffPages(a, walIndex: walA, b, walIndex: walB, threadsPerSide: options.threadsPerSide) : nil
+                    ? DiffPages(a, walIndex: walA, b, walIndex: walB, threadsPerSide: options.threadsPerSide,
+                                compareRecords: options.compareRecords) : nil
                 return try run(a, b, options: options, consumer: consumer, pages: pages)
             }
         }
@@ -346,6 +347,13 @@ public enum DiffEngine {
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
         let reading = try self.reading(plan, shortcut: shortcut, filter: filter, sources: sources)
+        if filter == nil, !skippingNullKeys, reading.isEverything, ca != nil, cb != nil,
+           let pa = sources?.a, let pb = sources?.b, let records = try PageSource.recordStreams(plan, pa, pb) {
+            let counts = try mergeRecords(records.a, records.b, plan: plan, consumer: consumer,
+                                          stopAtFirstDifference: stopAtFirstDifference, checkOrder: checkOrder,
+                                          paths: (ca!.path, cb!.path))
+            return (counts, 0)
+        }
         let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
         let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
@@ -400,6 +408,69 @@ public enum DiffEngine {
             }
         }
         return (counts, nullKeyRows)
+    }
+
+    /// `mergeCounting` over raw records (see `RecordStream`): rows are
+    /// matched by their key columns, and rows under the same key whose
+    /// records are equal bytes are equal rows, never decoded. The others
+    /// are decoded and compared value by value as `mergeCounting` compares
+    /// them (two records may differ in bytes and not in values: an integer
+    /// stored in more bytes than it needs, 1 and 1.0 in a REAL column), and
+    /// reported in the same order with the same rows.
+    static func mergeRecords(_ sa: RecordStream, _ sb: RecordStream, plan: TablePlan, consumer: DiffConsumer?,
+                             stopAtFirstDifference: Bool, checkOrder: Bool,
+                             paths: (a: String, b: String)) throws -> ChangeCounts {
+        defer {
+            sa.close()
+            sb.close()
+        }
+        let keys = Array(0..<sa.keyCount)
+        // Order checks see the keys where the raw rows hold them.
+        var keyPlan = plan
+        keyPlan.keyIndexes = keys
+        var hasA = try sa.next()
+        var hasB = try sb.next()
+        var counts = ChangeCounts()
+        var previousA: [Value] = [], previousB: [Value] = []
+        var changed: [Int] = []
+        var processed = 0
+        while hasA || hasB {
+            if stopAtFirstDifference && counts.total > 0 { break }
+            processed += 1
+            if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
+            let order: Int
+            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa.keys, sb.keys, keys) }
+            if order < 0 {
+                counts.deleted += 1
+                if let consumer { try consumer.deleted(plan, old: try sa.decoded()) }
+                if checkOrder { try checkAscending(sa.keys, keyPlan, &previousA, path: paths.a) }
+                hasA = try sa.next()
+            } else if order > 0 {
+                counts.inserted += 1
+                if let consumer { try consumer.inserted(plan, new: try sb.decoded()) }
+                if checkOrder { try checkAscending(sb.keys, keyPlan, &previousB, path: paths.b) }
+                hasB = try sb.next()
+            } else {
+                if compareBytes(sa.record, sb.record) != 0 {
+                    let ra = try sa.decoded(), rb = try sb.decoded()
+                    if compareBytes(ra.encoded, rb.encoded) != 0 {
+                        changed.removeAll(keepingCapacity: true)
+                        for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
+                        if !changed.isEmpty {
+                            counts.updated += 1
+                            try consumer?.updated(plan, old: ra, new: rb, changed: changed)
+                        }
+                    }
+                }
+                if checkOrder {
+                    try checkAscending(sa.keys, keyPlan, &previousA, path: paths.a)
+                    try checkAscending(sb.keys, keyPlan, &previousB, path: paths.b)
+                }
+                hasA = try sa.next()
+                hasB = try sb.next()
+            }
+        }
+        return counts
     }
 
     /// Which rows of `plan`'s table a merge reads: those outside the ranges

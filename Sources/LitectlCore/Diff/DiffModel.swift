@@ -23,6 +23,11 @@ public struct DiffOptions: Sendable {
     /// is the merge's key order (see `DiffPages`); false reads every table
     /// with statements. The result is the same.
     public var readPages = true
+    /// Where both sides of a table are read from their pages and a record
+    /// reads as the same row on either side, compare rows as raw records
+    /// and decode only those that differ (see `RecordStream`); false decodes
+    /// every row. The result is the same.
+    public var compareRecords = true
     /// Threads that read each side's pages (0: half the cores, at least 1, at most 4).
     public var threadsPerSide = 0
     public init() {}

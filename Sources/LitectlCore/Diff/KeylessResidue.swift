@@ -27,6 +27,10 @@ final class KeylessResidue {
                         sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit) throws -> KeylessResidue? {
         precondition(byRowid.mode == .rowid && byRowid.keyIndexes == [0])
         let reading = try DiffEngine.reading(byRowid, shortcut: shortcut, filter: nil, sources: sources)
+        if reading.isEverything, let pa = sources?.a, let pb = sources?.b,
+           let records = try PageSource.recordStreams(byRowid, pa, pb) {
+            return try collect(records.a, records.b, byRowid: byRowid, limit: limit)
+        }
         let sa = try DiffEngine.stream(ca, byRowid, reading, pages: sources?.a)
         defer { sa.close() }
         let sb = try DiffEngine.stream(cb, byRowid, reading, pages: sources?.b)
@@ -55,6 +59,50 @@ final class KeylessResidue {
                    compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
                     residue.a.append(ra)
                     residue.b.append(rb)
+                }
+                hasA = try sa.next()
+                hasB = try sb.next()
+            }
+            if residue.bytes > limit { return nil }
+        }
+        return residue
+    }
+
+    /// `collect` over raw records (see `RecordStream`): rows under the same
+    /// rowid with equal records are equal and never decoded; the others are
+    /// decoded and kept as `collect` keeps them.
+    private static func collect(_ sa: RecordStream, _ sb: RecordStream, byRowid: TablePlan,
+                                limit: Int) throws -> KeylessResidue? {
+        defer {
+            sa.close()
+            sb.close()
+        }
+        let residue = KeylessResidue(columns: byRowid.columns.count)
+        let compared = byRowid.comparedIndexes
+        var hasA = try sa.next(), hasB = try sb.next()
+        var processed = 0
+        while hasA || hasB {
+            processed += 1
+            if processed % 100_000 == 0, let progress = DiffEngine.progress { progress(byRowid.name, processed) }
+            let order: Int
+            if !hasA { order = 1 } else if !hasB { order = -1 } else {
+                let x = sa.keys.int64(at: 0), y = sb.keys.int64(at: 0)
+                order = x < y ? -1 : (x == y ? 0 : 1)
+            }
+            if order < 0 {
+                residue.a.append(try sa.decoded())
+                hasA = try sa.next()
+            } else if order > 0 {
+                residue.b.append(try sb.decoded())
+                hasB = try sb.next()
+            } else {
+                if compareBytes(sa.record, sb.record) != 0 {
+                    let ra = try sa.decoded(), rb = try sb.decoded()
+                    if compareBytes(ra.encoded, rb.encoded) != 0,
+                       compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
+                        residue.a.append(ra)
+                        residue.b.append(rb)
+                    }
                 }
                 hasA = try sa.next()
                 hasB = try sb.next()

@@ -237,7 +237,10 @@ final class BatchQueue: @unchecked Sendable {
     /// The reader's error, if it failed.
     private(set) var failure: (any Error)?
 
-    init(capacity: Int = 4) {
+    /// `capacity`: the batches that may wait in the queue. Two keep the
+    /// reader and the merge both busy (one filled while one is read); more
+    /// only cost memory (64 KiB and more each, per part).
+    init(capacity: Int = 2) {
         self.capacity = capacity
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&changed, nil)
@@ -343,7 +346,11 @@ final class BatchSink {
 
     /// A row decoded from the pages.
     func append(_ row: DecodedRow) throws {
-        current.append(row)
+        // `current` holds the batch for the call: reading the property
+        // retained and released it around every row (perf put swift_retain
+        // and swift_release at a sixth of the samples of a diff of raw
+        // records; without them the diff took 8% less CPU).
+        Unmanaged.passUnretained(current)._withUnsafeGuaranteedRef { $0.append(row) }
         try flushIfFull()
     }
 

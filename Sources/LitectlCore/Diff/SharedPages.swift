@@ -68,7 +68,7 @@ final class SharedPages {
     /// file that cannot be read through SQLite's handle.
     init?(_ ca: Connection, _ cb: Connection) throws {
         guard try ca.scalar("PRAGMA encoding") == .text("UTF-8"), try cb.scalar("PRAGMA encoding") == .text("UTF-8"),
-              let a = try PageFile(ca), let b = try PageFile(cb),
+              let a = try PageFile(ca, cacheChunks: 4), let b = try PageFile(cb, cacheChunks: 4),
               a.pageSize == b.pageSize, a.usableSize == b.usableSize else { return nil }
         self.a = a
         self.b = b
@@ -79,7 +79,8 @@ final class SharedPages {
     /// The shared key ranges of table `name` (the same definition on both
     /// sides), or nil when its b-trees cannot be walked with confidence (an
     /// interior page in a -wal, a malformed page, a key that does not fit in
-    /// its page).
+    /// its page) or share nothing worth skipping (the first 64 leaves of A
+    /// compared without one identical page).
     func ranges(table name: String, withoutRowid: Bool, keyColumns: Int) throws -> SharedRanges? {
         guard let rootA = try rootPage(a.connection, name), let rootB = try rootPage(b.connection, name) else { return nil }
         var walkB = TreeWalk(file: b, usable: usable)
@@ -188,6 +189,9 @@ struct TreeComparison {
 
     let a: PageFile, b: PageFile
     let usable: Int
+    /// A's leaves compared without one page found identical after which the
+    /// comparison stops (the table is then read in full).
+    static let leavesBeforeGivingUp = 64
     /// Key columns of a WITHOUT ROWID table; 0 for a rowid table.
     let keyColumns: Int
     let treeB: TreeWalk
@@ -276,6 +280,11 @@ struct TreeComparison {
         if node.isLeaf {
             let position = leafCounter
             leafCounter += 1
+            // The first leaves compared share no page: a VACUUMed or restored
+            // copy. The engine would read such a table in full anyway (see
+            // `DiffEngine.reading`), so walking the rest of A's tree (every
+            // page of it, read once more) would find nothing it could use.
+            if leafCounter >= TreeComparison.leavesBeforeGivingUp && sharedPages == 0 { return nil }
             guard let y, node.cellCount > 0, let positionB = treeB.leafPosition(page) else { return Subtree(identical: false) }
             // A copy: reading overflow pages moves B's page cache on.
             leafB.copyMemory(from: y, byteCount: a.pageSize)
@@ -450,6 +459,14 @@ struct TableShortcut {
         case gaps(keys: [String], ranges: [(low: KeyBound, high: KeyBound)])
         /// Rows whose rowid lies outside the shared ranges, in whatever order the plan sorts.
         case unsharedRowids(rowid: String, ranges: [(low: KeyBound, high: KeyBound)])
+
+        /// Every row: nothing shared to skip.
+        var isEverything: Bool {
+            switch self {
+            case .everything: return true
+            case .gaps(_, let ranges), .unsharedRowids(_, let ranges): return ranges.isEmpty
+            }
+        }
     }
 
     /// How to read a side for `plan`: only the gaps when the plan reads in

@@ -14,7 +14,8 @@ import CSQLite
 /// Safe to use from several threads.
 final class ColumnDefaults: @unchecked Sendable {
     private let encoding: TextEncoding
-    private let strict: Bool
+    /// The table is STRICT.
+    let strict: Bool
     private var cache: [Int: Value] = [:]
     private var scratch: OpaquePointer?
     private var added = 0

@@ -41,8 +41,12 @@ final class PageFile {
     /// (`WALIndexHeader.pinned`): with it, the snapshot's frames are known
     /// and pages in the -wal are read from there. Without it, those pages
     /// are unreadable.
-    init?(_ connection: Connection, walIndex: WALIndexHeader? = nil) throws {
+    ///
+    /// `cacheChunks` sizes the chunk cache of this reader and its clones
+    /// (64 KiB each; see `page`).
+    init?(_ connection: Connection, walIndex: WALIndexHeader? = nil, cacheChunks: Int = 8) throws {
         self.connection = connection
+        slotCount = max(1, cacheChunks)
         let db = connection.rawHandle
         var pointer: UnsafeMutablePointer<sqlite3_file>?
         guard sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
@@ -87,6 +91,7 @@ final class PageFile {
         walPages = other.walPages
         wal = other.wal
         walFrames = other.walFrames
+        slotCount = other.slotCount
     }
 
     func clone() -> PageFile { PageFile(sharing: self) }
@@ -121,9 +126,9 @@ final class PageFile {
 
     // A small direct-mapped cache of 64 KiB chunks: one read per chunk
     // rather than one per page (b-tree pages mostly lie near each other).
-    private static let slotCount = 8
+    private let slotCount: Int
     private lazy var chunkPages = max(1, (64 << 10) / pageSize)
-    private lazy var slots: [(chunk: Int, pages: Int, bytes: UnsafeMutableRawPointer)] = (0..<PageFile.slotCount).map { _ in
+    private lazy var slots: [(chunk: Int, pages: Int, bytes: UnsafeMutableRawPointer)] = (0..<slotCount).map { _ in
         (-1, 0, UnsafeMutableRawPointer.allocate(byteCount: chunkPages * pageSize, alignment: 8))
     }
     private lazy var single = UnsafeMutableRawPointer.allocate(byteCount: pageSize, alignment: 8)
@@ -143,7 +148,7 @@ final class PageFile {
         case .some(.none): break
         }
         let index = Int(page - 1)
-        let chunk = index / chunkPages, slot = chunk % PageFile.slotCount
+        let chunk = index / chunkPages, slot = chunk % slotCount
         if slots[slot].chunk != chunk {
             let first = chunk * chunkPages
             let pages = min(chunkPages, Int(pageCount) - first)

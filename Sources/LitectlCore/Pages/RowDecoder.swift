@@ -27,6 +27,8 @@ final class RowDecoder {
     private let fieldLimit: Int
     private let payload = PayloadBuffer()
     private let cells: UnsafeMutableBufferPointer<Cell>
+    /// The key cells and record cell of `keysAndRecord`.
+    private var keyCells = RowDecoder.cellBuffer(2)
     /// UTF-8 made of each column's UTF-16 TEXT (UTF-16 databases only).
     private let converted: [PayloadBuffer]
     /// Each column's short-record value, once needed, as a cell over `defaultBytes`.
@@ -54,8 +56,15 @@ final class RowDecoder {
         }
     }
 
+    private static func cellBuffer(_ count: Int) -> UnsafeMutableBufferPointer<Cell> {
+        let buffer = UnsafeMutableBufferPointer<Cell>.allocate(capacity: count)
+        buffer.initialize(repeating: .null)
+        return buffer
+    }
+
     deinit {
         cells.deallocate()
+        keyCells.deallocate()
         fields.deallocate()
         fieldOf.deallocate()
         realAffinity.deallocate()
@@ -65,14 +74,20 @@ final class RowDecoder {
     /// Calls `body` with every row of the table (or of one part of its
     /// b-tree, see `BTreeWalker.split`), in key order.
     func forEachRow(in part: TreePart? = nil, _ body: (DecodedRow) throws -> Void) throws {
-        let index = layout.withoutRowid
-        let visit: (BTreePage, BTreeCell) throws -> Void = { page, cell in
+        try forEachCell(in: part) { page, cell in
             try body(try self.decode(page, cell))
         }
+    }
+
+    /// Calls `body` with every leaf cell of the table (or entry of a WITHOUT
+    /// ROWID table's index b-tree), or of one part of its b-tree, in key
+    /// order, with its page (a copy, valid during the call).
+    func forEachCell(in part: TreePart? = nil, _ body: (BTreePage, BTreeCell) throws -> Void) throws {
+        let index = layout.withoutRowid
         if let part {
-            try walker.walk(part, index: index, visit)
+            try walker.walk(part, index: index, body)
         } else {
-            try walker.walk(layout.root, index: index, visit)
+            try walker.walk(layout.root, index: index, body)
         }
     }
 
@@ -102,29 +117,73 @@ final class RowDecoder {
             record = UnsafeRawPointer(payload.bytes)
         }
         for i in 0..<count {
-            let n = fieldOf[i]
-            if n < 0 {
-                cells[i] = .integer(cell.rowid)
-            } else if n < parsed {
-                let field = fields[n]
-                var value = SerialType.cell(field.type, record + field.offset)
-                switch value {
-                case .integer(let v) where realAffinity[i]:
-                    value = .real(Double(v))
-                case .text(let bytes) where textIsUTF16:
-                    let out = converted[i]
-                    out.reserve(UTF16Text.maxUTF8Count(bytes.count))
-                    let n = UTF16Text.writeUTF8(bytes, bigEndian: bigEndian, to: out.bytes.assumingMemoryBound(to: UInt8.self))
-                    value = .text(UnsafeRawBufferPointer(start: out.bytes, count: n))
-                default:
-                    break
-                }
-                cells[i] = value
-            } else {
-                cells[i] = try shortRecordValue(i)
-            }
+            cells[i] = try column(i, record: record, parsed: parsed, rowid: cell.rowid)
         }
         return DecodedRow(rowid: cell.rowid, cells: UnsafeBufferPointer(cells))
+    }
+
+    /// Column `i`'s value in a record whose header `parseFields` read into
+    /// `fields` (`parsed` of them), the record's bytes at `record` (as far as
+    /// the column's field). The one place a field becomes a value.
+    @inline(__always)
+    private func column(_ i: Int, record: UnsafeRawPointer, parsed: Int, rowid: Int64) throws -> Cell {
+        let n = fieldOf[i]
+        if n < 0 { return .integer(rowid) }
+        guard n < parsed else { return try shortRecordValue(i) }
+        let field = fields[n]
+        let value = SerialType.cell(field.type, record + field.offset)
+        switch value {
+        case .integer(let v) where realAffinity[i]:
+            return .real(Double(v))
+        case .text(let bytes) where textIsUTF16:
+            let out = converted[i]
+            out.reserve(UTF16Text.maxUTF8Count(bytes.count))
+            let n = UTF16Text.writeUTF8(bytes, bigEndian: bigEndian, to: out.bytes.assumingMemoryBound(to: UInt8.self))
+            return .text(UnsafeRawBufferPointer(start: out.bytes, count: n))
+        default:
+            return value
+        }
+    }
+
+    /// The row in `cell` of `page` as the layout's columns `keys` (decoded,
+    /// in that order) followed by a BLOB cell holding its whole record,
+    /// overflow pages included: what a comparison of raw records needs
+    /// (equal records under layouts that `decodesAlike` are equal rows;
+    /// `decode(record:rowid:)` gives the values of the others). The record
+    /// is checked as `decode` checks it (its header, the fields the layout
+    /// reads), so a damaged one fails here as it would there.
+    func keysAndRecord(_ page: BTreePage, _ cell: BTreeCell, keys: [Int]) throws -> DecodedRow {
+        guard let base = page.bytes.baseAddress else { throw PageError(.badCell, "empty page") }
+        var record = base + cell.localStart
+        if cell.localSize < cell.payloadSize {
+            try Overflow.assemble(cell, page: base, count: cell.payloadSize, pages: walker.pages, into: payload)
+            record = UnsafeRawPointer(payload.bytes)
+        }
+        let header = try RecordHeader.size(record, local: cell.payloadSize, payloadSize: cell.payloadSize)
+        let parsed = try RecordHeader.parseFields(record, headerSize: header.size, sizeLength: header.length,
+                                                  payloadSize: cell.payloadSize, limit: fieldLimit,
+                                                  filling: fields.baseAddress!)
+        if keyCells.count < keys.count + 1 {
+            keyCells.deallocate()
+            keyCells = RowDecoder.cellBuffer(keys.count + 1)
+        }
+        for (k, i) in keys.enumerated() {
+            keyCells[k] = try column(i, record: record, parsed: parsed, rowid: cell.rowid)
+        }
+        keyCells[keys.count] = .blob(UnsafeRawBufferPointer(start: record, count: cell.payloadSize))
+        return DecodedRow(rowid: cell.rowid, cells: UnsafeBufferPointer(rebasing: keyCells[0...keys.count]))
+    }
+
+    /// The row whose whole record is `record` (from `keysAndRecord`), under
+    /// `rowid` (ignored by a WITHOUT ROWID table), decoded as `decode` decodes
+    /// it from its page: the same values, by the same code.
+    func decode(record: UnsafeRawBufferPointer, rowid: Int64) throws -> DecodedRow {
+        var cell = BTreeCell()
+        cell.rowid = rowid
+        cell.payloadSize = record.count
+        cell.localStart = 0
+        cell.localSize = record.count
+        return try decode(BTreePage(bytes: record, usable: record.count), cell)
     }
 
     /// What column `i` reads as in a record too short to hold it.

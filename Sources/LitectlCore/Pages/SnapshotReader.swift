@@ -22,10 +22,11 @@ final class SnapshotReader {
 
     /// A reader of `connection`'s snapshot. Call inside the read
     /// transaction, after its first read; `walIndex` is the snapshot's
-    /// wal-index header (`WALIndexHeader.pinned`), if known.
-    init(_ connection: Connection, walIndex: WALIndexHeader?) throws {
+    /// wal-index header (`WALIndexHeader.pinned`), if known; `cacheChunks`
+    /// sizes each decoder's page cache (see `PageFile`).
+    init(_ connection: Connection, walIndex: WALIndexHeader?, cacheChunks: Int = 8) throws {
         self.connection = connection
-        guard let pages = try PageFile(connection, walIndex: walIndex) else {
+        guard let pages = try PageFile(connection, walIndex: walIndex, cacheChunks: cacheChunks) else {
             throw Unavailable(description: "the file cannot be read through SQLite's handle (or its -wal cannot be seen)")
         }
         guard case .text(let name)? = try connection.scalar("PRAGMA encoding"),

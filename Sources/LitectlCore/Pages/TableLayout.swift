@@ -116,6 +116,24 @@ struct TableLayout {
     }
 }
 
+extension TableLayout {
+    /// True when every record reads as the same row under both layouts: the
+    /// same columns from the same fields (or the rowid), with the same
+    /// affinity, the same short-record defaults (declared type and DEFAULT,
+    /// compared as bytes: Swift's == would take NFC and NFD spellings for
+    /// one), the same STRICT flag and text encoding. Then two equal records
+    /// are two equal rows, and only records that differ need decoding.
+    func decodesAlike(_ other: TableLayout) -> Bool {
+        guard withoutRowid == other.withoutRowid, encoding == other.encoding, fieldLimit == other.fieldLimit,
+              defaults.strict == other.defaults.strict, columns.count == other.columns.count else { return false }
+        return zip(columns, other.columns).allSatisfy { x, y in
+            x.source == y.source && x.realAffinity == y.realAffinity
+                && Array(x.declaredType.utf8) == Array(y.declaredType.utf8)
+                && x.defaultSQL.map { Array($0.utf8) } == y.defaultSQL.map { Array($0.utf8) }
+        }
+    }
+}
+
 /// SQLite's column affinities.
 enum Affinity {
     case blob, text, numeric, integer, real
