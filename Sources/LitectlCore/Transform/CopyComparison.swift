@@ -16,8 +16,10 @@ struct CopyComparison {
     var pairedRows: Int64 = 0
     /// Per compared column: values that differ.
     var changed: [Int64]
-    /// Per compared column: (old class, new class) → rows.
-    var transitions: [[Transition: Int64]]
+    /// Per compared column, 5 × 5 counts by (old class, new class): a flat
+    /// array, not a dictionary, because a conversion may change every row
+    /// (hashing a million transitions cost as much as comparing the values).
+    private var transitionCounts: [Int64]
 
     struct Transition: Hashable {
         var from: StorageClass
@@ -26,7 +28,29 @@ struct CopyComparison {
 
     init(columns: Int) {
         changed = Array(repeating: 0, count: columns)
-        transitions = Array(repeating: [:], count: columns)
+        transitionCounts = Array(repeating: 0, count: 25 * columns)
+    }
+
+    /// Counts a value of compared column `column` that changed from `from` to `to`.
+    @inline(__always)
+    mutating func countChange(_ column: Int, from: StorageClass, to: StorageClass) {
+        changed[column] += 1
+        transitionCounts[25 * column + 5 * Int(from.rawValue - 1) + Int(to.rawValue - 1)] += 1
+    }
+
+    /// Per compared column: (old class, new class) → rows, for the changes counted.
+    var transitions: [[Transition: Int64]] {
+        let classes: [StorageClass] = [.integer, .real, .text, .blob, .null]
+        return (0..<changed.count).map { column in
+            var out: [Transition: Int64] = [:]
+            for from in classes {
+                for to in classes {
+                    let n = transitionCounts[25 * column + 5 * Int(from.rawValue - 1) + Int(to.rawValue - 1)]
+                    if n > 0 { out[Transition(from: from, to: to)] = n }
+                }
+            }
+            return out
+        }
     }
 
     /// Both tables read in rowid order, side by side. `rowid` is a name of
@@ -48,8 +72,7 @@ struct CopyComparison {
                 let c = i + 1
                 let ta = ra.storageClass(at: c), tb = rb.storageClass(at: c)
                 if ta != tb || !sameValue(ra, rb, c, ta) {
-                    result.changed[i] += 1
-                    result.transitions[i][Transition(from: ta, to: tb), default: 0] += 1
+                    result.countChange(i, from: ta, to: tb)
                 }
             }
             hasA = try a.step()
@@ -100,8 +123,7 @@ struct CopyComparison {
                 let a = 2 * i, b = 2 * i + 1
                 let ta = row.storageClass(at: a), tb = row.storageClass(at: b)
                 if ta != tb || !sameValue(row, a, row, b, ta) {
-                    result.changed[i] += 1
-                    result.transitions[i][Transition(from: ta, to: tb), default: 0] += 1
+                    result.countChange(i, from: ta, to: tb)
                 }
             }
         }

@@ -243,12 +243,13 @@ public enum TableTransformer {
             return
         }
         report.pairedRows = comparison.pairedRows
+        let transitions = comparison.transitions
         for column in plan.columns {
             var outcome = TransformColumnOutcome(name: column.name, previousName: column.previousName, changes: column.changes,
                                                  changedValues: nil, transitions: [])
             if let i = compared.firstIndex(of: column.name) {
                 outcome.changedValues = comparison.changed[i]
-                outcome.transitions = comparison.transitions[i]
+                outcome.transitions = transitions[i]
                     .map { (from: $0.key.from.sqlName, to: $0.key.to.sqlName, rows: $0.value) }
                     .sorted { $0.rows != $1.rows ? $0.rows > $1.rows : ($0.from, $0.to) < ($1.from, $1.to) }
             }
