@@ -23,6 +23,8 @@ import TestSupport
     @Test(arguments: 0..<4)
     func residueMatchesSortedMerge(batch: Int) throws {
         let folder = try TemporaryFolder("keyless-residue")
+        var spilledInRuns = 0
+        defer { #expect(spilledInRuns > 0, "no residue outgrew 120 bytes") }
         for k in 0..<10 {
             var rng = SplitMix64(seed: UInt64(90_000 + batch * 100 + k))
             let negativeZero = k % 3 == 2
@@ -53,7 +55,7 @@ import TestSupport
 
             let sorted = RecordingConsumer()
             let expected = try DiffEngine.merge(ca, cb, plan: multiset, consumer: sorted)
-            let residue = try #require(try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: nil, sources: nil))
+            let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: nil, sources: nil)
             let fromResidue = RecordingConsumer()
             let counts = try residue.compareAsMultisets(multiset, consumer: fromResidue)
             if negativeZero {
@@ -72,9 +74,20 @@ import TestSupport
             try residue.replayByRowid(byRowid, consumer: replay)
             #expect(replay.events == byRowidMerge.events)
 
-            // Past its memory limit the residue gives up (the caller sorts with SQLite).
-            if residue.a.rows + residue.b.rows > 0 {
-                #expect(try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: nil, sources: nil, limit: 0) == nil)
+            // Past its memory limit the residue goes on in a temporary file:
+            // sorted there in runs (of one row at limit 0, of a few at 120
+            // bytes) merged with the rows in memory, it reports the same rows
+            // in the same order, and so does its replay by rowid.
+            for limit in [0, 120] {
+                let spilled = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: nil, sources: nil, limit: limit)
+                if limit == 0 { #expect(spilled.isSpilled == (residue.a.rows + residue.b.rows > 0)) }
+                if limit == 120 && spilled.isSpilled { spilledInRuns += 1 }
+                let fromSpill = RecordingConsumer()
+                #expect(try spilled.compareAsMultisets(multiset, consumer: fromSpill) == counts)
+                #expect(fromSpill.events == fromResidue.events, "limit \(limit): \(script)\(changes)")
+                let spilledReplay = RecordingConsumer()
+                try spilled.replayByRowid(byRowid, consumer: spilledReplay)
+                #expect(spilledReplay.events == replay.events, "limit \(limit)")
             }
         }
     }

@@ -3,28 +3,50 @@
 // under the same rowid cancels it (equal rows are equal as a multiset), and
 // only the rows left over, the residue, are sorted and compared in memory.
 // A copy, a backup or a VACUUMed file keeps its rowids, so the residue is the
-// rows that changed; when it outgrows its memory limit the caller sorts the
-// whole table with SQLite instead.
+// rows that changed; when it outgrows its memory limit it goes on in a
+// temporary file (RowSpill) and is sorted there in runs that are merged, so
+// memory stays bounded and only the rows that differ are ever sorted.
 
 /// The rows of a keyless table's two sides that differ under the same rowid,
 /// in rowid order, each row as read by a rowid plan (the rowid first).
 final class KeylessResidue {
-    let a: RowBatch
-    let b: RowBatch
+    /// Each side's rows in memory: all of them, or those after the spilled ones.
+    private(set) var a: RowBatch
+    private(set) var b: RowBatch
+    /// Each side's first rows, in rowid order, once the residue outgrew `limit`.
+    private var spilled: (a: RowSpill, b: RowSpill)?
+    private let limit: Int
 
-    /// Bytes of rows (values and offsets) kept at most: beyond it, `collect` gives up.
-    static let defaultLimit = 4 << 20
+    /// Bytes of rows (values and offsets) kept in memory at most: beyond it,
+    /// the rows go to a temporary file. Small: a diff's other memory is
+    /// about 31 MB, and its target 32 MB.
+    static let defaultLimit = 256 << 10
 
-    private init(columns: Int) {
+    private init(columns: Int, limit: Int) {
         a = RowBatch(columns: columns, byteCapacity: 1 << 12)
         b = RowBatch(columns: columns, byteCapacity: 1 << 12)
+        self.limit = limit
+    }
+
+    /// Whether rows went to a temporary file.
+    var isSpilled: Bool { spilled != nil }
+
+    /// Moves the rows in memory to the end of the temporary files.
+    private func spill() throws {
+        if spilled == nil { spilled = (try RowSpill(columns: a.columns), try RowSpill(columns: b.columns)) }
+        for (batch, file) in [(a, spilled!.a), (b, spilled!.b)] {
+            for i in 0..<batch.rows { try file.append(batch.row(i)) }
+        }
+        // New batches: the old ones' memory grew past the limit.
+        a = RowBatch(columns: a.columns, byteCapacity: 1 << 12)
+        b = RowBatch(columns: b.columns, byteCapacity: 1 << 12)
     }
 
     /// Reads both sides of `byRowid`'s table in rowid order (the rows the
     /// files share page for page left out, see `shortcut`) and keeps the
-    /// rows that differ. nil when they take more than `limit` bytes.
+    /// rows that differ: in memory up to `limit` bytes, the rest in a temporary file.
     static func collect(_ ca: Connection, _ cb: Connection, byRowid: TablePlan, shortcut: TableShortcut?,
-                        sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit) throws -> KeylessResidue? {
+                        sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit) throws -> KeylessResidue {
         precondition(byRowid.mode == .rowid && byRowid.keyIndexes == [0])
         let reading = try DiffEngine.reading(byRowid, shortcut: shortcut, filter: nil, sources: sources)
         if reading.isEverything, let pa = sources?.a, let pb = sources?.b,
@@ -35,7 +57,7 @@ final class KeylessResidue {
         defer { sa.close() }
         let sb = try DiffEngine.stream(cb, byRowid, reading, pages: sources?.b)
         defer { sb.close() }
-        let residue = KeylessResidue(columns: byRowid.columns.count)
+        let residue = KeylessResidue(columns: byRowid.columns.count, limit: limit)
         let compared = byRowid.comparedIndexes
         var hasA = try sa.next(), hasB = try sb.next()
         var processed = 0
@@ -63,7 +85,7 @@ final class KeylessResidue {
                 hasA = try sa.next()
                 hasB = try sb.next()
             }
-            if residue.bytes > limit { return nil }
+            if residue.bytes > limit { try residue.spill() }
         }
         return residue
     }
@@ -72,12 +94,12 @@ final class KeylessResidue {
     /// rowid with equal records are equal and never decoded; the others are
     /// decoded and kept as `collect` keeps them.
     private static func collect(_ sa: RecordStream, _ sb: RecordStream, byRowid: TablePlan,
-                                limit: Int) throws -> KeylessResidue? {
+                                limit: Int) throws -> KeylessResidue {
         defer {
             sa.close()
             sb.close()
         }
-        let residue = KeylessResidue(columns: byRowid.columns.count)
+        let residue = KeylessResidue(columns: byRowid.columns.count, limit: limit)
         let compared = byRowid.comparedIndexes
         var hasA = try sa.next(), hasB = try sb.next()
         var processed = 0
@@ -107,7 +129,7 @@ final class KeylessResidue {
                 hasA = try sa.next()
                 hasB = try sb.next()
             }
-            if residue.bytes > limit { return nil }
+            if residue.bytes > limit { try residue.spill() }
         }
         return residue
     }
@@ -123,31 +145,25 @@ final class KeylessResidue {
     /// inserted (B), in the order an ORDER BY of every column would give.
     func compareAsMultisets(_ multiset: TablePlan, consumer: DiffConsumer?) throws -> ChangeCounts {
         let keys = multiset.keyIndexes
-        func sorted(_ batch: RowBatch) -> [Int] {
-            (0..<batch.rows).sorted { i, j in
-                let c = DiffEngine.compareKey(batch.row(i).droppingFirst, batch.row(j).droppingFirst, keys)
-                return c != 0 ? c < 0 : i < j
-            }
-        }
-        let orderA = sorted(a), orderB = sorted(b)
+        let sa = try sortedRows(a, spilled?.a, keys: keys), sb = try sortedRows(b, spilled?.b, keys: keys)
+        var ra = try sa.next(), rb = try sb.next()
         var counts = ChangeCounts()
-        var i = 0, j = 0
-        while i < orderA.count || j < orderB.count {
+        while ra != nil || rb != nil {
             let order: Int
-            if i == orderA.count { order = 1 } else if j == orderB.count { order = -1 } else {
-                order = DiffEngine.compareKey(a.row(orderA[i]).droppingFirst, b.row(orderB[j]).droppingFirst, keys)
+            if ra == nil { order = 1 } else if rb == nil { order = -1 } else {
+                order = DiffEngine.compareKey(ra!.droppingFirst, rb!.droppingFirst, keys)
             }
             if order < 0 {
                 counts.deleted += 1
-                try consumer?.deleted(multiset, old: a.row(orderA[i]).droppingFirst)
-                i += 1
+                try consumer?.deleted(multiset, old: ra!.droppingFirst)
+                ra = try sa.next()
             } else if order > 0 {
                 counts.inserted += 1
-                try consumer?.inserted(multiset, new: b.row(orderB[j]).droppingFirst)
-                j += 1
+                try consumer?.inserted(multiset, new: rb!.droppingFirst)
+                rb = try sb.next()
             } else {
-                i += 1
-                j += 1
+                ra = try sa.next()
+                rb = try sb.next()
             }
         }
         return counts
@@ -157,28 +173,116 @@ final class KeylessResidue {
     /// on one side only as deleted or inserted, rows under the same rowid as
     /// updated (the residue holds only rows that differ).
     func replayByRowid(_ byRowid: TablePlan, consumer: DiffConsumer) throws {
-        var i = 0, j = 0
+        let sa = try rowidOrder(a, spilled?.a), sb = try rowidOrder(b, spilled?.b)
+        var ra = try sa.next(), rb = try sb.next()
         var changed: [Int] = []
-        while i < a.rows || j < b.rows {
+        while ra != nil || rb != nil {
             let order: Int
-            if i == a.rows { order = 1 } else if j == b.rows { order = -1 } else {
-                let x = a.row(i).int64(at: 0), y = b.row(j).int64(at: 0)
+            if ra == nil { order = 1 } else if rb == nil { order = -1 } else {
+                let x = ra!.int64(at: 0), y = rb!.int64(at: 0)
                 order = x < y ? -1 : (x == y ? 0 : 1)
             }
             if order < 0 {
-                try consumer.deleted(byRowid, old: a.row(i))
-                i += 1
+                try consumer.deleted(byRowid, old: ra!)
+                ra = try sa.next()
             } else if order > 0 {
-                try consumer.inserted(byRowid, new: b.row(j))
-                j += 1
+                try consumer.inserted(byRowid, new: rb!)
+                rb = try sb.next()
             } else {
-                let ra = a.row(i), rb = b.row(j)
                 changed.removeAll(keepingCapacity: true)
-                for k in byRowid.comparedIndexes where !DiffEngine.cellsIdentical(ra, rb, k) { changed.append(k) }
-                try consumer.updated(byRowid, old: ra, new: rb, changed: changed)
-                i += 1
-                j += 1
+                for k in byRowid.comparedIndexes where !DiffEngine.cellsIdentical(ra!, rb!, k) { changed.append(k) }
+                try consumer.updated(byRowid, old: ra!, new: rb!, changed: changed)
+                ra = try sa.next()
+                rb = try sb.next()
             }
+        }
+    }
+
+    /// Rows one at a time, each valid until the next call.
+    struct Rows {
+        let next: () throws -> DiffRow?
+    }
+
+    /// `batch`'s rows in the order `order` gives.
+    private static func rows(_ batch: RowBatch, _ order: [Int]) -> Rows {
+        var i = 0
+        return Rows {
+            guard i < order.count else { return nil }
+            defer { i += 1 }
+            return batch.row(order[i])
+        }
+    }
+
+    /// A side's rows in rowid order: the spilled ones, then those in memory.
+    private func rowidOrder(_ batch: RowBatch, _ file: RowSpill?) throws -> Rows {
+        let memory = Self.rows(batch, Array(0..<batch.rows))
+        guard let file else { return memory }
+        try file.flush()
+        let reader = file.reader(from: 0, to: file.end)
+        var onFile = true
+        return Rows {
+            if onFile, let row = try reader.next() { return row }
+            onFile = false
+            return try memory.next()
+        }
+    }
+
+    /// `batch`'s row indexes in `keys` order, equal rows in rowid order.
+    private static func sortedOrder(_ batch: RowBatch, keys: [Int]) -> [Int] {
+        (0..<batch.rows).sorted { i, j in
+            let c = DiffEngine.compareKey(batch.row(i).droppingFirst, batch.row(j).droppingFirst, keys)
+            return c != 0 ? c < 0 : i < j
+        }
+    }
+
+    /// A side's rows in `keys` order (less the rowid), equal rows in rowid
+    /// order, as one sort of them all would give. Spilled rows are sorted in
+    /// runs of at most half the memory limit, written to a second file, and
+    /// the runs merged with the rows in memory (the last run); between equal
+    /// rows the earlier run comes first, as in a stable sort.
+    private func sortedRows(_ batch: RowBatch, _ file: RowSpill?, keys: [Int]) throws -> Rows {
+        let memory = Self.rows(batch, Self.sortedOrder(batch, keys: keys))
+        guard let file else { return memory }
+        try file.flush()
+        let runs = try RowSpill(columns: batch.columns)
+        var bounds: [(Int64, Int64)] = []
+        let log = file.reader(from: 0, to: file.end)
+        let chunk = RowBatch(columns: batch.columns, byteCapacity: 1 << 16)
+        var more = true
+        while more {
+            chunk.removeAll()
+            while chunk.byteCount < max(limit / 2, 1) {
+                guard let row = try log.next() else { more = false; break }
+                chunk.append(row)
+            }
+            guard chunk.rows > 0 else { break }
+            let from = runs.end
+            for i in Self.sortedOrder(chunk, keys: keys) { try runs.append(chunk.row(i)) }
+            bounds.append((from, runs.end))
+        }
+        try runs.flush()
+        var sources = bounds.map { bound -> Rows in
+            let reader = runs.reader(from: bound.0, to: bound.1)
+            return Rows { try reader.next() }
+        }
+        sources.append(memory)
+        var heads = try sources.map { try $0.next() }
+        // The row given last, copied: its run's reader moves on to fill `heads`.
+        let current = RowBatch(columns: batch.columns, byteCapacity: 1 << 10)
+        return Rows {
+            withExtendedLifetime(runs) {}
+            var best: Int?
+            for k in heads.indices {
+                guard let row = heads[k] else { continue }
+                if let b = best, DiffEngine.compareKey(row.droppingFirst, heads[b]!.droppingFirst, keys) >= 0 { continue }
+                best = k
+            }
+            guard let best else { return nil }
+            let row = heads[best]!
+            current.removeAll()
+            current.append(row)
+            heads[best] = try sources[best].next()
+            return current.row(0)
         }
     }
 }

@@ -155,6 +155,7 @@ struct Diff: ParsableCommand {
     }
 
     func run() throws {
+        TemporaryFiles.installSignalCleanup()  // a keyless table's residue may go to a temporary file
         var options = DiffOptions()
         options.tables = tables
         options.excluded = excluded
