@@ -223,12 +223,13 @@ public enum DiffEngine {
         if plan.mode == .multiset && ta != nil && tb != nil {
             // Rows equal under the same rowid are equal as a multiset: one
             // pass in rowid order (from the pages where it can be) leaves
-            // only the rows that differ, compared as multisets in memory (or,
-            // when too many rows differ, sorted in a temporary file). No sort
-            // of the whole table.
+            // only the rows that differ, compared as multisets in memory (or
+            // sorted in a temporary file). No sort of the whole table; when
+            // most of it differs under the same rowids, SQLite sorts both
+            // sides instead (below).
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
-            if byRowid.mode == .rowid {
-                let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: shortcut, sources: sources)
+            if byRowid.mode == .rowid,
+               let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: shortcut, sources: sources) {
                 if consumer.wantsRowidsForKeylessTables {
                     // Counted as multisets; written by rowid only if they differ.
                     let counting = try residue.compareAsMultisets(plan, consumer: nil)

@@ -21,6 +21,13 @@ final class KeylessResidue {
     /// the rows go to a temporary file. Small: a diff's other memory is
     /// about 31 MB, and its target 32 MB.
     static let defaultLimit = 256 << 10
+    /// Bytes of rows the temporary file takes at most: beyond it `collect`
+    /// gives up and the caller has SQLite sort both sides (the rowids no
+    /// longer pair rows: most of the table is residue).
+    static let spillLimit: Int64 = 32 << 20
+    /// Sorted runs per side at most (runs grow past half the memory limit to
+    /// keep to it), so the merge of runs reads a bounded number of files at once.
+    static let maxRuns = 32
 
     private init(columns: Int, limit: Int) {
         a = RowBatch(columns: columns, byteCapacity: 1 << 12)
@@ -30,6 +37,9 @@ final class KeylessResidue {
 
     /// Whether rows went to a temporary file.
     var isSpilled: Bool { spilled != nil }
+
+    /// Bytes of rows in the temporary files.
+    private var spilledBytes: Int64 { spilled.map { $0.a.end + $0.b.end } ?? 0 }
 
     /// Moves the rows in memory to the end of the temporary files.
     private func spill() throws {
@@ -44,14 +54,16 @@ final class KeylessResidue {
 
     /// Reads both sides of `byRowid`'s table in rowid order (the rows the
     /// files share page for page left out, see `shortcut`) and keeps the
-    /// rows that differ: in memory up to `limit` bytes, the rest in a temporary file.
+    /// rows that differ: in memory up to `limit` bytes, the rest in a temporary
+    /// file. nil when that file would outgrow `spill` bytes.
     static func collect(_ ca: Connection, _ cb: Connection, byRowid: TablePlan, shortcut: TableShortcut?,
-                        sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit) throws -> KeylessResidue {
+                        sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit,
+                        spill: Int64 = spillLimit) throws -> KeylessResidue? {
         precondition(byRowid.mode == .rowid && byRowid.keyIndexes == [0])
         let reading = try DiffEngine.reading(byRowid, shortcut: shortcut, filter: nil, sources: sources)
         if reading.isEverything, let pa = sources?.a, let pb = sources?.b,
            let records = try PageSource.recordStreams(byRowid, pa, pb) {
-            return try collect(records.a, records.b, byRowid: byRowid, limit: limit)
+            return try collect(records.a, records.b, byRowid: byRowid, limit: limit, spill: spill)
         }
         let sa = try DiffEngine.stream(ca, byRowid, reading, pages: sources?.a)
         defer { sa.close() }
@@ -85,7 +97,10 @@ final class KeylessResidue {
                 hasA = try sa.next()
                 hasB = try sb.next()
             }
-            if residue.bytes > limit { try residue.spill() }
+            if residue.bytes > limit {
+                try residue.spill()
+                if residue.spilledBytes > spill { return nil }
+            }
         }
         return residue
     }
@@ -94,7 +109,7 @@ final class KeylessResidue {
     /// rowid with equal records are equal and never decoded; the others are
     /// decoded and kept as `collect` keeps them.
     private static func collect(_ sa: RecordStream, _ sb: RecordStream, byRowid: TablePlan,
-                                limit: Int) throws -> KeylessResidue {
+                                limit: Int, spill: Int64) throws -> KeylessResidue? {
         defer {
             sa.close()
             sb.close()
@@ -129,7 +144,10 @@ final class KeylessResidue {
                 hasA = try sa.next()
                 hasB = try sb.next()
             }
-            if residue.bytes > limit { try residue.spill() }
+            if residue.bytes > limit {
+                try residue.spill()
+                if residue.spilledBytes > spill { return nil }
+            }
         }
         return residue
     }
@@ -251,7 +269,7 @@ final class KeylessResidue {
         var more = true
         while more {
             chunk.removeAll()
-            while chunk.byteCount < max(limit / 2, 1) {
+            while chunk.byteCount < max(limit / 2, Int(file.end / Int64(Self.maxRuns)) + 1) {
                 guard let row = try log.next() else { more = false; break }
                 chunk.append(row)
             }
