@@ -123,7 +123,9 @@ final class RowSpill {
                 let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + count, room, off_t(position)) }
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else {
-                    throw DatabaseError(code: .ioerr, message: "cannot read the diff's temporary file: \(String(cString: strerror(errno)))", path: path)
+                    // errno holds a cause only when pread failed; 0 bytes is an early end.
+                    let cause = n < 0 ? String(cString: strerror(errno)) : "it ends before what was written"
+                    throw DatabaseError(code: .ioerr, message: "cannot read the diff's temporary file: \(cause)", path: path)
                 }
                 count += n
                 position += Int64(n)
