@@ -20,11 +20,12 @@ bench_tmpdir() {
   trap 'exit 143' TERM
 }
 
-# bench_litectl: build litectl in release mode (build log on stderr) and print the binary's path.
+# bench_litectl: build litectl in release mode as scripts/install does (the Swift runtime linked
+# in: what users run), build log on stderr, and print the binary's path.
 # Set LITECTL=/path/to/litectl to skip the build.
 bench_litectl() {
   if [[ -n ${LITECTL:-} ]]; then echo "$LITECTL"; return; fi
-  (cd "$BENCH_ROOT" && swift build -c release --product litectl >&2) || return
+  (cd "$BENCH_ROOT" && swift build -c release --product litectl --static-swift-stdlib >&2) || return
   echo "$BENCH_ROOT/.build/release/litectl"
 }
 
