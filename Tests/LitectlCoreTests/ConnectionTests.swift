@@ -57,6 +57,30 @@ import TestSupport
         #expect(error?.message.contains("not authorized") == true)
     }
 
+    @Test func sorterThreadsAreOnePerCoreBeyondTheFirstAndBuildTheSameIndex() throws {
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))  // the oracle: libc, not Foundation
+        #expect(Connection.sorterThreads == Int32(max(0, min(cores - 1, 8))))
+        let folder = try TemporaryFolder("threads")
+        var digests: [[[Value]]] = []
+        for threaded in [false, true] {
+            let db = folder.file("t\(threaded).db")
+            try makeDatabase(db, """
+                CREATE TABLE t(k TEXT, v);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+                INSERT INTO t SELECT printf('%08x', (i * 2654435761) % 4294967296), i FROM n;
+                """)
+            let connection = try Connection(path: db, mode: .readWrite)
+            if threaded { connection.useSorterThreads() }
+            #expect(try connection.scalar("PRAGMA threads") == .integer(threaded ? Int64(Connection.sorterThreads) : 0))
+            // A small cache makes the sort spill into runs, which the threads sort.
+            try connection.execute("PRAGMA cache_size = 20; CREATE INDEX t_k ON t(k, v)")
+            #expect(try connection.rows("PRAGMA integrity_check") == [[.text(Array("ok".utf8))]])
+            digests.append(try connection.rows("SELECT count(*), sum(rowid * length(k)) FROM (SELECT rowid, k FROM t INDEXED BY t_k ORDER BY k, v LIMIT 1000)"))
+            try connection.close()
+        }
+        #expect(digests[0] == digests[1])
+    }
+
     @Test func aNonDatabaseFailsAtOpen() throws {
         let folder = try TemporaryFolder("notadb")
         let path = folder.file("text.db")

@@ -61,6 +61,7 @@ final class LoadSession {
         }
         // Rows arrive in dump order (children before parents, possibly).
         try connection.execute("PRAGMA foreign_keys=OFF")
+        connection.useSorterThreads()  // a dump's CREATE INDEX comes after its rows: a sort of every row
         // A script writes into this database and nowhere else: ATTACH would
         // create or change another file (a hostile dump can carry one), so it
         // is denied (the authorizer, with a clear message) and impossible (no

@@ -75,6 +75,7 @@ public enum MigrationRunner {
         let migrations = try MigrationFolder.read(request.folder)
         let connection = try Connection(path: request.database, mode: .readWrite, busyTimeout: request.busyTimeout)
         defer { try? connection.close() }
+        connection.useSorterThreads()  // a migration's CREATE INDEX sorts on every core
         // A no-op inside a transaction, so set here, once: the 12-step table
         // rebuild a migration may do needs foreign keys off
         // (https://www.sqlite.org/lang_altertable.html#otheralter); each file
@@ -165,6 +166,7 @@ public enum MigrationRunner {
         do {
             let connection = try Connection(path: after.path, mode: .readWrite, busyTimeout: request.busyTimeout)
             defer { try? connection.close() }
+            connection.useSorterThreads()
             try connection.execute("PRAGMA foreign_keys=OFF")
             if !plan.edited.isEmpty {
                 try connection.writeTransaction {

@@ -57,6 +57,8 @@ final class RecoveredDatabase {
             // defensive mode). trusted_schema stays off.
             _ = litectl_db_config_bool(handle, SQLITE_DBCONFIG_DEFENSIVE, 0, &ignored)
             sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32(clamping: settings.maxLength))
+            // The indexes are made after the rows: a sort each, on every core.
+            sqlite3_limit(handle, SQLITE_LIMIT_WORKER_THREADS, Connection.sorterThreads)
             let encoding: String
             switch settings.encoding {
             case .utf8: encoding = "UTF-8"

@@ -2,6 +2,7 @@
 // defensive settings every connection to a user's file gets.
 // See https://www.sqlite.org/c3ref/open.html and https://www.sqlite.org/security.html
 import CSQLite
+import Foundation
 
 /// How a connection opens its file.
 public enum OpenMode: Sendable {
@@ -202,6 +203,20 @@ public final class Connection {
     public func setBusyTimeout(_ milliseconds: Int) {
         busyTimeout = milliseconds
         sqlite3_busy_timeout(rawHandle, Int32(clamping: milliseconds))
+    }
+
+    /// Lets this connection's sorts (CREATE INDEX, large ORDER BY) use
+    /// auxiliary threads, one per online core beyond the first, where SQLite's
+    /// default is none (`PRAGMA threads`). Results are the same; only index
+    /// builds of large tables get faster on more than one core.
+    public func useSorterThreads() {
+        sqlite3_limit(rawHandle, SQLITE_LIMIT_WORKER_THREADS, Connection.sorterThreads)
+    }
+
+    /// One auxiliary sorter thread per online core beyond the first, at most 8
+    /// (SQLite's own cap in Debian's build).
+    public static var sorterThreads: Int32 {
+        Int32(clamping: max(0, min(ProcessInfo.processInfo.activeProcessorCount - 1, 8)))
     }
 
     /// The journal mode of `schema` in lower case ("wal", "delete", ...). An

@@ -112,6 +112,7 @@ public enum TableTransformer {
         }
         // PRAGMA foreign_keys is a no-op inside a transaction: set it first.
         try connection.execute("PRAGMA foreign_keys=OFF")
+        connection.useSorterThreads()  // the recreated indexes sort on every core
         return try connection.writeTransaction(commit: mode == .execute) {
             var report = try execute(connection, request)
             report.committed = mode == .execute
