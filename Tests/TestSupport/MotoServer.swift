@@ -33,10 +33,18 @@ public final class MotoServer: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", """
-            import subprocess, sys
-            p = subprocess.Popen([sys.argv[1], "-H", "127.0.0.1", "-p", sys.argv[2]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            import signal, subprocess, sys
+            # The test process may spawn us with SIGTERM blocked (a blocked mask is
+            # inherited): unblock it for the server, or terminate() never stops it.
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            p = subprocess.Popen([sys.argv[1], "-H", "127.0.0.1", "-p", sys.argv[2]], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             sys.stdin.read()
-            p.terminate(); p.wait()
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill(); p.wait()
             """, executable, String(port)]
         stdin = Pipe()
         process.standardInput = stdin
