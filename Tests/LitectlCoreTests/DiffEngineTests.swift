@@ -103,6 +103,24 @@ final class RecordingConsumer: DiffConsumer {
 }
 
 extension DiffEngineTests {
+    /// A table on one side only: a new table's rows are inserted, in key
+    /// order, a row whose key holds a NULL among them (as a row of the
+    /// multiset: its key is every column); a dropped table's rows are counted.
+    @Test func tablesOnOneSideOnly() throws {
+        let common = "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'same');"
+        let (consumer, summary) = try diff(common + """
+            CREATE TABLE gone(id INTEGER PRIMARY KEY, v); INSERT INTO gone VALUES (3, 'c'), (1, 'a'), (2, 'b');
+            """, common + """
+            CREATE TABLE fresh(k TEXT PRIMARY KEY, v) WITHOUT ROWID; INSERT INTO fresh VALUES ('y', 2), ('x', 1);
+            CREATE TABLE loose(k TEXT PRIMARY KEY, v); INSERT INTO loose VALUES ('b', 1), (NULL, 2), ('a', 3);
+            """)
+        #expect(consumer.events == ["+fresh['x']", "+fresh['y']", "+loose['a']", "+loose['b']", "+loose[NULL,2]"])
+        #expect(summary.tables.first { $0.name == "gone" }?.counts.deleted == 3)
+        #expect(summary.tables.first { $0.name == "loose" }?.counts.inserted == 3)
+    }
+}
+
+extension DiffEngineTests {
     /// Rows whose key holds a NULL have no key: compared as a multiset, never
     /// paired with each other by their NULL.
     @Test func nullKeysAreRowsWithoutAKey() throws {

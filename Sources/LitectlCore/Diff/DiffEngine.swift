@@ -348,111 +348,87 @@ public enum DiffEngine {
         // there each side's order is checked row by row.
         let checkOrder = plan.mode != .rowid && !bothUTF8
         let reading = try self.reading(plan, shortcut: shortcut, filter: filter, sources: sources)
-        if filter == nil, !skippingNullKeys, reading.isEverything, ca != nil, cb != nil,
+        if filter == nil, !skippingNullKeys, reading.isEverything, let ca, let cb,
            let pa = sources?.a, let pb = sources?.b, let records = try PageSource.recordStreams(plan, pa, pb) {
-            let counts = try mergeRecords(records.a, records.b, plan: plan, consumer: consumer,
-                                          stopAtFirstDifference: stopAtFirstDifference, checkOrder: checkOrder,
-                                          paths: (ca!.path, cb!.path))
-            return (counts, 0)
+            defer {
+                records.a.close()
+                records.b.close()
+            }
+            // Raw records: the keys are the stream's first columns.
+            return try mergeSides(records.a, records.b, plan: plan, keys: Array(0..<records.a.keyCount), consumer: consumer,
+                                  stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: false,
+                                  checkOrder: checkOrder, paths: (ca.path, cb.path))
         }
         let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
         let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
         defer { sb?.close() }
-        var hasA = try sa?.next() ?? false
-        var hasB = try sb?.next() ?? false
+        return try mergeSides(sa, sb, plan: plan, keys: plan.keyIndexes, consumer: consumer,
+                              stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: skippingNullKeys,
+                              checkOrder: checkOrder, paths: (ca?.path ?? "", cb?.path ?? ""))
+    }
+
+    /// The merge of two sides in key order (`keys`: where each side's key
+    /// columns are); a nil side is an empty one. Rows under the same key
+    /// that are the same bytes are equal rows and are not decoded; the others
+    /// are decoded and compared value by value (two records may differ in
+    /// bytes and not in values: an integer stored in more bytes than it
+    /// needs, 1 and 1.0 in a REAL column).
+    static func mergeSides<Side: MergeSide>(_ sa: Side?, _ sb: Side?, plan: TablePlan, keys: [Int], consumer: DiffConsumer?,
+                                            stopAtFirstDifference: Bool, skippingNullKeys: Bool, checkOrder: Bool,
+                                            paths: (a: String, b: String)) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
+        // Order checks see the keys where the sides hold them.
+        var keyPlan = plan
+        keyPlan.keyIndexes = keys
+        func keyHoldsNull(_ row: DiffRow) -> Bool { keys.contains { row.isNull(at: $0) } }
         var counts = ChangeCounts()
         var nullKeyRows = 0
-        func keyHoldsNull(_ row: DiffRow) -> Bool { plan.keyIndexes.contains { row.isNull(at: $0) } }
         var previousA: [Value] = [], previousB: [Value] = []
-        var changed: [Int] = []
-        let keys = plan.keyIndexes
         var processed = 0
+        // A row of one side only: deleted (A) or inserted (B).
+        func single(_ side: Side, inA: Bool) throws {
+            if inA {
+                counts.deleted += 1
+                if let consumer { try consumer.deleted(plan, old: try side.decoded()) }
+                if checkOrder { try checkAscending(side.keyRow, keyPlan, &previousA, path: paths.a) }
+            } else {
+                counts.inserted += 1
+                if let consumer { try consumer.inserted(plan, new: try side.decoded()) }
+                if checkOrder { try checkAscending(side.keyRow, keyPlan, &previousB, path: paths.b) }
+            }
+        }
+        guard let sa, let sb else {
+            // The table on one side only.
+            guard let side = sa ?? sb else { return (counts, 0) }
+            while try side.next() {
+                if stopAtFirstDifference && counts.total > 0 { break }
+                if skippingNullKeys && keyHoldsNull(side.keyRow) { nullKeyRows += 1; continue }
+                processed += 1
+                if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
+                try single(side, inA: sa != nil)
+            }
+            return (counts, nullKeyRows)
+        }
+        var hasA = try sa.next(), hasB = try sb.next()
+        var changed: [Int] = []
         while hasA || hasB {
             if stopAtFirstDifference && counts.total > 0 { break }
             if skippingNullKeys {
-                if hasA && keyHoldsNull(sa!.row) { nullKeyRows += 1; hasA = try sa!.next(); continue }
-                if hasB && keyHoldsNull(sb!.row) { nullKeyRows += 1; hasB = try sb!.next(); continue }
+                if hasA && keyHoldsNull(sa.keyRow) { nullKeyRows += 1; hasA = try sa.next(); continue }
+                if hasB && keyHoldsNull(sb.keyRow) { nullKeyRows += 1; hasB = try sb.next(); continue }
             }
             processed += 1
             if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
             let order: Int
-            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa!.row, sb!.row, keys) }
+            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa.keyRow, sb.keyRow, keys) }
             if order < 0 {
-                let ra = sa!.row
-                counts.deleted += 1
-                try consumer?.deleted(plan, old: ra)
-                if checkOrder { try checkAscending(ra, plan, &previousA, path: ca!.path) }
-                hasA = try sa!.next()
-            } else if order > 0 {
-                let rb = sb!.row
-                counts.inserted += 1
-                try consumer?.inserted(plan, new: rb)
-                if checkOrder { try checkAscending(rb, plan, &previousB, path: cb!.path) }
-                hasB = try sb!.next()
-            } else {
-                let ra = sa!.row, rb = sb!.row
-                if compareBytes(ra.encoded, rb.encoded) != 0 {
-                    changed.removeAll(keepingCapacity: true)
-                    for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
-                    if !changed.isEmpty {
-                        counts.updated += 1
-                        try consumer?.updated(plan, old: ra, new: rb, changed: changed)
-                    }
-                }
-                if checkOrder {
-                    try checkAscending(ra, plan, &previousA, path: ca!.path)
-                    try checkAscending(rb, plan, &previousB, path: cb!.path)
-                }
-                hasA = try sa!.next()
-                hasB = try sb!.next()
-            }
-        }
-        return (counts, nullKeyRows)
-    }
-
-    /// `mergeCounting` over raw records (see `RecordStream`): rows are
-    /// matched by their key columns, and rows under the same key whose
-    /// records are equal bytes are equal rows, never decoded. The others
-    /// are decoded and compared value by value as `mergeCounting` compares
-    /// them (two records may differ in bytes and not in values: an integer
-    /// stored in more bytes than it needs, 1 and 1.0 in a REAL column), and
-    /// reported in the same order with the same rows.
-    static func mergeRecords(_ sa: RecordStream, _ sb: RecordStream, plan: TablePlan, consumer: DiffConsumer?,
-                             stopAtFirstDifference: Bool, checkOrder: Bool,
-                             paths: (a: String, b: String)) throws -> ChangeCounts {
-        defer {
-            sa.close()
-            sb.close()
-        }
-        let keys = Array(0..<sa.keyCount)
-        // Order checks see the keys where the raw rows hold them.
-        var keyPlan = plan
-        keyPlan.keyIndexes = keys
-        var hasA = try sa.next()
-        var hasB = try sb.next()
-        var counts = ChangeCounts()
-        var previousA: [Value] = [], previousB: [Value] = []
-        var changed: [Int] = []
-        var processed = 0
-        while hasA || hasB {
-            if stopAtFirstDifference && counts.total > 0 { break }
-            processed += 1
-            if processed % 100_000 == 0, let progress { progress(plan.name, processed) }
-            let order: Int
-            if !hasA { order = 1 } else if !hasB { order = -1 } else { order = compareKey(sa.keys, sb.keys, keys) }
-            if order < 0 {
-                counts.deleted += 1
-                if let consumer { try consumer.deleted(plan, old: try sa.decoded()) }
-                if checkOrder { try checkAscending(sa.keys, keyPlan, &previousA, path: paths.a) }
+                try single(sa, inA: true)
                 hasA = try sa.next()
             } else if order > 0 {
-                counts.inserted += 1
-                if let consumer { try consumer.inserted(plan, new: try sb.decoded()) }
-                if checkOrder { try checkAscending(sb.keys, keyPlan, &previousB, path: paths.b) }
+                try single(sb, inA: false)
                 hasB = try sb.next()
             } else {
-                if compareBytes(sa.record, sb.record) != 0 {
+                if !sa.sameBytes(as: sb) {
                     let ra = try sa.decoded(), rb = try sb.decoded()
                     if compareBytes(ra.encoded, rb.encoded) != 0 {
                         changed.removeAll(keepingCapacity: true)
@@ -464,14 +440,14 @@ public enum DiffEngine {
                     }
                 }
                 if checkOrder {
-                    try checkAscending(sa.keys, keyPlan, &previousA, path: paths.a)
-                    try checkAscending(sb.keys, keyPlan, &previousB, path: paths.b)
+                    try checkAscending(sa.keyRow, keyPlan, &previousA, path: paths.a)
+                    try checkAscending(sb.keyRow, keyPlan, &previousB, path: paths.b)
                 }
                 hasA = try sa.next()
                 hasB = try sb.next()
             }
         }
-        return counts
+        return (counts, nullKeyRows)
     }
 
     /// Which rows of `plan`'s table a merge reads: those outside the ranges

@@ -63,57 +63,24 @@ final class KeylessResidue {
         let reading = try DiffEngine.reading(byRowid, shortcut: shortcut, filter: nil, sources: sources)
         if reading.isEverything, let pa = sources?.a, let pb = sources?.b,
            let records = try PageSource.recordStreams(byRowid, pa, pb) {
+            defer {
+                records.a.close()
+                records.b.close()
+            }
             return try collect(records.a, records.b, byRowid: byRowid, limit: limit, spill: spill)
         }
         let sa = try DiffEngine.stream(ca, byRowid, reading, pages: sources?.a)
         defer { sa.close() }
         let sb = try DiffEngine.stream(cb, byRowid, reading, pages: sources?.b)
         defer { sb.close() }
-        let residue = KeylessResidue(columns: byRowid.columns.count, limit: limit)
-        let compared = byRowid.comparedIndexes
-        var hasA = try sa.next(), hasB = try sb.next()
-        var processed = 0
-        while hasA || hasB {
-            processed += 1
-            if processed % 100_000 == 0, let progress = DiffEngine.progress { progress(byRowid.name, processed) }
-            let order: Int
-            if !hasA { order = 1 } else if !hasB { order = -1 } else {
-                let x = sa.row.int64(at: 0), y = sb.row.int64(at: 0)
-                order = x < y ? -1 : (x == y ? 0 : 1)
-            }
-            if order < 0 {
-                residue.a.append(sa.row)
-                hasA = try sa.next()
-            } else if order > 0 {
-                residue.b.append(sb.row)
-                hasB = try sb.next()
-            } else {
-                let ra = sa.row, rb = sb.row
-                if compareBytes(ra.encoded, rb.encoded) != 0,
-                   compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
-                    residue.a.append(ra)
-                    residue.b.append(rb)
-                }
-                hasA = try sa.next()
-                hasB = try sb.next()
-            }
-            if residue.bytes > limit {
-                try residue.spill()
-                if residue.spilledBytes > spill { return nil }
-            }
-        }
-        return residue
+        return try collect(sa, sb, byRowid: byRowid, limit: limit, spill: spill)
     }
 
-    /// `collect` over raw records (see `RecordStream`): rows under the same
-    /// rowid with equal records are equal and never decoded; the others are
-    /// decoded and kept as `collect` keeps them.
-    private static func collect(_ sa: RecordStream, _ sb: RecordStream, byRowid: TablePlan,
-                                limit: Int, spill: Int64) throws -> KeylessResidue? {
-        defer {
-            sa.close()
-            sb.close()
-        }
+    /// `collect` over either kind of side (see `MergeSide`): rows under the
+    /// same rowid that are the same bytes are equal and never decoded; the
+    /// others are decoded, and kept when their values differ.
+    private static func collect<Side: MergeSide>(_ sa: Side, _ sb: Side, byRowid: TablePlan,
+                                                 limit: Int, spill: Int64) throws -> KeylessResidue? {
         let residue = KeylessResidue(columns: byRowid.columns.count, limit: limit)
         let compared = byRowid.comparedIndexes
         var hasA = try sa.next(), hasB = try sb.next()
@@ -123,7 +90,8 @@ final class KeylessResidue {
             if processed % 100_000 == 0, let progress = DiffEngine.progress { progress(byRowid.name, processed) }
             let order: Int
             if !hasA { order = 1 } else if !hasB { order = -1 } else {
-                let x = sa.keys.int64(at: 0), y = sb.keys.int64(at: 0)
+                // Both kinds of side hold the rowid first.
+                let x = sa.keyRow.int64(at: 0), y = sb.keyRow.int64(at: 0)
                 order = x < y ? -1 : (x == y ? 0 : 1)
             }
             if order < 0 {
@@ -133,7 +101,7 @@ final class KeylessResidue {
                 residue.b.append(try sb.decoded())
                 hasB = try sb.next()
             } else {
-                if compareBytes(sa.record, sb.record) != 0 {
+                if !sa.sameBytes(as: sb) {
                     let ra = try sa.decoded(), rb = try sb.decoded()
                     if compareBytes(ra.encoded, rb.encoded) != 0,
                        compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
