@@ -103,9 +103,11 @@ final class RecordingConsumer: DiffConsumer {
 }
 
 extension DiffEngineTests {
-    /// A table on one side only: a new table's rows are inserted, in key
-    /// order, a row whose key holds a NULL among them (as a row of the
-    /// multiset: its key is every column); a dropped table's rows are counted.
+    /// A table on one side only. A new table's rows go through the merge
+    /// with an empty side: inserted in key order, and a row whose key holds a
+    /// NULL after the keyed ones (a row of the multiset: its key is every
+    /// column). A dropped table's rows are counted without a merge (that
+    /// assertion documents it; it does not test the merge).
     @Test func tablesOnOneSideOnly() throws {
         let common = "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'same');"
         let (consumer, summary) = try diff(common + """
