@@ -12,7 +12,8 @@ protocol MergeSide: AnyObject {
     /// (then they are equal rows; rows that differ in bytes may still hold
     /// equal values, which the merge decides from `decoded`).
     func sameBytes(as other: Self) -> Bool
-    /// The current row in the plan's columns, valid until the next call.
+    /// The current row in the plan's columns, valid until the next call of
+    /// `next` or `decoded`.
     func decoded() throws -> DiffRow
 }
 
