@@ -429,14 +429,15 @@ public enum DiffEngine {
                 hasB = try sb.next()
             } else {
                 if !sa.sameBytes(as: sb) {
+                    // The values decide (the bytes differed: for decoded rows
+                    // already in their values, for raw records perhaps only
+                    // in how they are stored).
                     let ra = try sa.decoded(), rb = try sb.decoded()
-                    if compareBytes(ra.encoded, rb.encoded) != 0 {
-                        changed.removeAll(keepingCapacity: true)
-                        for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
-                        if !changed.isEmpty {
-                            counts.updated += 1
-                            try consumer?.updated(plan, old: ra, new: rb, changed: changed)
-                        }
+                    changed.removeAll(keepingCapacity: true)
+                    for i in plan.comparedIndexes where !cellsIdentical(ra, rb, i) { changed.append(i) }
+                    if !changed.isEmpty {
+                        counts.updated += 1
+                        try consumer?.updated(plan, old: ra, new: rb, changed: changed)
                     }
                 }
                 if checkOrder {

@@ -103,8 +103,7 @@ final class KeylessResidue {
             } else {
                 if !sa.sameBytes(as: sb) {
                     let ra = try sa.decoded(), rb = try sb.decoded()
-                    if compareBytes(ra.encoded, rb.encoded) != 0,
-                       compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
+                    if compared.contains(where: { !DiffEngine.cellsIdentical(ra, rb, $0) }) {
                         residue.a.append(ra)
                         residue.b.append(rb)
                     }
