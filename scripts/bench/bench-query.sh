@@ -34,27 +34,8 @@ bench_compare "litectl query --format csv" "$LITECTL query $T/big.db --format cs
 
 # hyperfine runs all of one command, then all of the other: on a shared machine a change of
 # load in between skews the ratio. Alternate the two, and count CPU time as well as wall time.
-python3 - "$LITECTL" "$T/big.db" "${BENCH_RUNS:-5}" <<'PY'
-import resource, statistics, subprocess, sys, time
-litectl, db, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-commands = {"litectl query --format csv": [litectl, "query", db, "--format", "csv", "SELECT * FROM customers"],
-            "sqlite3 -csv": ["sqlite3", "-csv", "-header", db, "SELECT * FROM customers"]}
-wall = {name: [] for name in commands}
-cpu = {name: [] for name in commands}
-for _ in range(runs):
-    for name, argv in commands.items():
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
-        wall[name].append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-(a, b) = commands
-ratio = lambda d: statistics.median(d[b]) / statistics.median(d[a])
-print(f"alternating x{runs}: {a}: median {statistics.median(wall[a]):.2f} s wall, {statistics.median(cpu[a]):.2f} s CPU | "
-      f"{b}: median {statistics.median(wall[b]):.2f} s wall, {statistics.median(cpu[b]):.2f} s CPU | "
-      f"sqlite3/litectl: {ratio(wall):.2f} wall, {ratio(cpu):.2f} CPU")
-PY
+bench_alternate "litectl query --format csv" "$LITECTL query $T/big.db --format csv 'SELECT * FROM customers'" \
+                "sqlite3 -csv" "sqlite3 -csv -header $T/big.db 'SELECT * FROM customers'"
 
 echo "== (b) --each over $FILES small databases" >&2
 SQL="SELECT count(*), sum(x), sum(y) FROM t"

@@ -2,14 +2,15 @@
 # Benchmarks `litectl transform`: a column's type changed (TEXT → REAL, every value
 # converted) on a 1M-row table with three indexes, against the same 12 steps run by
 # hand in the sqlite3 shell (target: within 1.2x) and against `sqlite-utils transform`
-# (target: faster). Each run starts from a fresh copy of the same database (hyperfine
-# --prepare, not timed). litectl also compares the converted column with the old rows,
-# runs foreign_key_check and quick_check of the table, and keeps sqlite_stat1; a third
-# comparison times --compare-all (every kept column compared, not only the converted one).
+# (target: faster). Each run starts from a fresh copy of the same database (not timed).
+# litectl also compares the converted column with the old rows, runs foreign_key_check
+# and quick_check of the table, and keeps sqlite_stat1; a fourth command times
+# --compare-all (every kept column compared, not only the converted one).
+# BENCH_RUNS (default 7) rounds, after one untimed round.
 # BENCH_ROWS (default 1000000) sizes the table. Needs sqlite-utils (pip install sqlite-utils).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-bench_require hyperfine sqlite3 python3 sqlite-utils
+bench_require sqlite3 python3 sqlite-utils
 bench_tmpdir
 LITECTL=$(bench_litectl)
 rows=${BENCH_ROWS:-1000000}
@@ -72,11 +73,11 @@ done
 cmp -s "$BENCH_TMPDIR/litectl.hash" "$BENCH_TMPDIR/hand.hash" || { echo "bench: litectl and the shell disagree" >&2; exit 1; }
 cmp -s "$BENCH_TMPDIR/litectl.hash" "$BENCH_TMPDIR/sqlite-utils.hash" || { echo "bench: litectl and sqlite-utils disagree" >&2; exit 1; }
 
-prepare="cp $base $work"
-bench_compare "litectl transform" "$LITECTL transform $work items --type price=REAL --allow-conversion" \
-  "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" --prepare "$prepare"
-bench_compare "litectl transform" "$LITECTL transform $work items --type price=REAL --allow-conversion" \
-  "sqlite-utils transform" "sqlite-utils transform $work items --type price float" --prepare "$prepare"
-# The full proof: every kept column compared with the old rows, not only the converted one.
-bench_compare "litectl transform --compare-all" "$LITECTL transform $work items --type price=REAL --allow-conversion --compare-all" \
-  "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" --prepare "$prepare"
+# The commands alternate, round after round (bench_alternate): each run is seconds long, and on a
+# shared machine a change of load would otherwise fall on one tool's runs only. The fresh copy is
+# made and flushed before each run, untimed.
+bench_alternate --prepare "cp $base $work && sync $work" \
+  "litectl transform" "$LITECTL transform $work items --type price=REAL --allow-conversion" \
+  "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" \
+  "sqlite-utils transform" "sqlite-utils transform $work items --type price float" \
+  "litectl transform --compare-all" "$LITECTL transform $work items --type price=REAL --allow-conversion --compare-all"

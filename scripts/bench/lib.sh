@@ -54,6 +54,16 @@ EOF
   return "$rc"
 }
 
+# bench_alternate [--prepare CMD] NAME CMD NAME2 CMD2 [NAME3 CMD3 ...]
+# Runs the commands in alternation (alternate.py): one untimed round, then ${BENCH_RUNS:-7} rounds,
+# each running every command once in a rotating order, --prepare untimed before each run. Prints one
+# line per command after the first: median wall and CPU times, the ratio to the first command, and
+# the range of the per-round ratios. On a shared machine, prefer it to bench_compare for commands of
+# seconds: a change of load falls on every command alike.
+bench_alternate() {
+  python3 "$BENCH_DIR/alternate.py" --rounds "${BENCH_RUNS:-7}" "$@"
+}
+
 # bench_require CMD...: exit 2 naming the Debian package for each command that is missing.
 bench_require() {
   local cmd pkg missing=0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Self-test of the benchmark scaffold: generates a small database and a 1%-mutated copy in a temp
-# folder and checks integrity, determinism (same seed => same dump) and that the mutation shows.
+# folder and checks integrity, determinism (same seed => same dump) and that the mutation shows;
+# then that bench_alternate times, prepares and fails as it says.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_require python3 sqlite3 sqldiff
@@ -30,5 +31,14 @@ done
 [[ -n $(sqldiff a.db m.db) ]] || fail "sqldiff sees no change in the mutated copy"
 [[ $(sqlite3 a.db 'SELECT min(length(data)) > 4096 FROM attachments') == 1 ]] || fail "blobs not > 4 KB"
 if gen a.db --rows 10 2>/dev/null; then fail "overwrote an existing file without --force"; fi
+
+# bench_alternate: --prepare before every run (one untimed round + 2), the faster command found
+# faster, and a failing command fails the comparison.
+out=$(BENCH_RUNS=2 bench_alternate --prepare "echo x >>prepared" fast "sleep 0.02" slow "sleep 0.2" 2>/dev/null) ||
+  fail "bench_alternate failed"
+[[ $out =~ ^fast:\ median.*\|\ slow:\ median.*\|\ fast\ is\ [0-9.]+x\ faster\;\ 2\ rounds\ alternated ]] ||
+  fail "bench_alternate printed: $out"
+[[ $(wc -l <prepared) == 6 ]] || fail "bench_alternate ran --prepare $(wc -l <prepared) times, not 6"
+if BENCH_RUNS=1 bench_alternate ok true broken false >/dev/null 2>&1; then fail "bench_alternate ignored a failing command"; fi
 
 echo "smoke: ok"
