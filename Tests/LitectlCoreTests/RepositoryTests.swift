@@ -310,6 +310,35 @@ final class RepositoryTests: XCTestCase {
         }
     }
 
+    /// A pack whose bytes still decompress, to other page content (a flipped
+    /// byte in a stored, incompressible run): restore does not check pages
+    /// against their ids as it writes them, so it is the file's SHA-256 that
+    /// differs; then each page is checked, and the error names the pack and
+    /// the first damaged page. Nothing is left beside the target.
+    func testAPackThatDecompressesToOtherPagesIsNamed() throws {
+        let folder = try TemporaryFolder("repo")
+        let repository = try makeRepo(folder)
+        let db = folder.file("a.db")
+        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
+        let outcome = try backup(db, repository)
+        let store = FolderStore(path: folder.file("repo"))
+        let pack = try XCTUnwrap(try store.list(prefix: "packs/").first)
+        var bytes = try store.get(pack.key)
+        // Random rows do not compress: zstd stores them as they are, and a byte
+        // flipped in the middle of the pack still decompresses.
+        bytes[bytes.count / 2] ^= 0x01
+        try store.put(pack.key, bytes)
+        let target = folder.file("restored.db")
+        XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
+            XCTAssertTrue(error is StoreError, "\(error)")
+            let text = "\(error)"
+            XCTAssertTrue(text.contains(pack.key) && text.contains("damaged pack: page ") && text.contains("does not match its id"), text)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
+        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        XCTAssertEqual(report.damagedSnapshots, [outcome.snapshot.id])
+    }
+
     func testInitRefusesANonEmptyLocationAndAnExistingRepository() throws {
         let folder = try TemporaryFolder("repo")
         _ = try makeRepo(folder)

@@ -225,7 +225,8 @@ final class PageRowSums {
     }
 
     /// Adds every page of the file at `path`, page n's id being `ids[n - 1]`
-    /// (ids already checked against the bytes, as a restore checks them):
+    /// (the sum counts only once the bytes are proven to be those ids' pages,
+    /// as a restore proves them by the file's SHA-256):
     /// reads, 2 MiB at a time, only the pages whose sums the cache lacks.
     func add(file path: String, ids: [PageID], pageSize: Int, threads: Int) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

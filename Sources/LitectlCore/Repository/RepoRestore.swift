@@ -1,8 +1,9 @@
 // A snapshot back into a database file: every page fetched (packs on every
-// core, byte ranges of them), checked against its id and written at its place
-// in a temporary file beside TARGET; then the file's SHA-256 and logical hash
-// are compared with what the snapshot recorded (and quick_check or
-// integrity_check run when asked, or when the backup did not check the copy),
+// core, byte ranges of them) and written at its place in a temporary file
+// beside TARGET; then the file's SHA-256 and logical hash are compared with
+// what the snapshot recorded (a file whose SHA-256 differs has each page
+// checked against its id, to name the damaged packs), quick_check or
+// integrity_check run when asked or when the backup did not check the copy,
 // and the file lands as `litectl restore` lands a backup (rename for a new
 // TARGET; the backup API in one transaction, the old content kept, for an
 // existing one).
@@ -80,7 +81,9 @@ public enum RepoRestore {
             return (digest, level == .none ? nil : try BackupJob.inspect(file.path, verify: level))
         })
         guard digest.sha256 == snapshot.databaseSHA256 else {
-            throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match the snapshot's; nothing restored", path: request.target)
+            // Which pages are not what the snapshot lists, and in which packs.
+            if let damage = try damagedPacks(file.path, ids: ids, pageSize: snapshot.pageSize, repository: repository) { throw damage }
+            throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match the snapshot's, though every page matches its id (a damaged page list or snapshot); nothing restored", path: request.target)
         }
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
@@ -107,8 +110,10 @@ public enum RepoRestore {
     /// The rebuilt file's logical hash (`litectl hash`), summed page by page
     /// as the backup summed it: a page whose number, table and id are those
     /// of a page the last backup of the database on this host decoded takes
-    /// that backup's row sums from the host's cache (RowSumCache; the page's
-    /// bytes were just checked against its id), every other page is decoded.
+    /// that backup's row sums from the host's cache (RowSumCache), every other
+    /// page is decoded. The result counts only once the file's SHA-256 has
+    /// matched the snapshot's: then every page is the one its id names, and a
+    /// cached sum is the sum of those very bytes.
     /// A restore on another host, or with LITECTL_CACHE_DIR set empty,
     /// decodes every row. The cache is only read.
     static func logicalHash(of path: String, ids: [PageID], pageSize: Int, cacheFile: String?) throws -> LogicalHash {
@@ -123,9 +128,8 @@ public enum RepoRestore {
 
     /// The SQLite check a restore runs by default: none when the snapshot
     /// records that its copy passed quick_check or integrity_check (the
-    /// rebuilt file is that copy, byte for byte: every page against its id,
-    /// the whole file against its SHA-256), quick_check when the backup
-    /// skipped it.
+    /// rebuilt file is that copy, byte for byte: the whole file against its
+    /// SHA-256, and its logical hash), quick_check when the backup skipped it.
     public static func defaultCheck(for snapshot: Snapshot) -> VerifyLevel {
         snapshot.verification == "quick_check ok" || snapshot.verification == "integrity_check ok" ? .none : .quick
     }
@@ -133,8 +137,10 @@ public enum RepoRestore {
     /// Fetches every page of `ids` and writes it at its place; returns the bytes
     /// fetched. Packs are read on every core (several at a time from a server):
     /// each blob fetched once (neighbours closer than 64 KiB in one read),
-    /// decompressed once, each page it holds for the snapshot checked against
-    /// its id and written wherever the snapshot has it.
+    /// decompressed once, each page it holds for the snapshot written wherever
+    /// the snapshot has it. Pages are not checked against their ids here: the
+    /// whole file's SHA-256 is, after (`damagedPacks` names what differs), which
+    /// proves every page for one SHA-256 pass over the file instead of two.
     static func writePages(_ positions: [UInt32], pageSize: Int, index: RepoIndex, repository: Repository,
                            into file: TemporaryFile, progress: (CopyProgress) -> Void) throws -> Int64 {
         let pageCount = positions.count
@@ -225,15 +231,12 @@ public enum RepoRestore {
                 guard hi <= count else {
                     throw StoreError(.other, location: what, message: "damaged pack: shorter than its index says")
                 }
-                var wanted = [PageID?](repeating: nil, count: Int(record.pages))
-                for m in k..<end {
-                    let e = index.entries[Int(positions[Int(pages[m])])]
-                    guard Int(e.slot) < wanted.count else { throw StoreError(.other, location: what, message: "damaged index: slot past its blob") }
-                    wanted[Int(e.slot)] = e.id
+                for m in k..<end where Int(index.entries[Int(positions[Int(pages[m])])].slot) >= Int(record.pages) {
+                    throw StoreError(.other, location: what, message: "damaged index: slot past its blob")
                 }
                 try buffers.read.withUnsafeBytes { read in
                     try repository.pages(fromBlob: UnsafeRawBufferPointer(rebasing: read[lo..<hi]), pages: Int(record.pages), pageSize: pageSize,
-                                         ids: wanted, decompressor: decompressor, what: what, into: &buffers.pages)
+                                         ids: [], decompressor: decompressor, what: what, into: &buffers.pages)
                 }
                 // Runs of pages that follow each other both in the blob and in
                 // the file (a first backup's blobs are such runs) in one write each.
@@ -254,6 +257,47 @@ public enum RepoRestore {
             i = j
         }
         return (fetched, pages.count)
+    }
+
+    /// After a SHA-256 mismatch: each page of the rebuilt file against its id
+    /// (page n's is `ids[n - 1]`). The error names the pack of the first page
+    /// that differs and counts the others; nil when every page matches.
+    static func damagedPacks(_ path: String, ids: [PageID], pageSize: Int, repository: Repository) throws -> StoreError? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot open: \(String(cString: strerror(errno)))", path: path) }
+        defer { close(fd) }
+        let chunk = max(1, (2 << 20) / pageSize)
+        var buffer = [UInt8](repeating: 0, count: chunk * pageSize)
+        var damaged: [Int] = []
+        var first = 0
+        while first < ids.count {
+            let count = min(chunk, ids.count - first)
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count * pageSize, off_t(first) * off_t(pageSize)) }
+            buffer.withUnsafeBytes { bytes in
+                for k in 0..<count {
+                    let whole = (k + 1) * pageSize <= got
+                    if !whole || repository.pageID(UnsafeRawBufferPointer(rebasing: bytes[k * pageSize..<(k + 1) * pageSize])) != ids[first + k] {
+                        damaged.append(first + k)
+                    }
+                }
+            }
+            first += count
+        }
+        guard let page = damaged.first else { return nil }
+        // The packs, in the order of their first damaged page (none named if
+        // the index cannot be read again: the pages are still counted).
+        var packs: [String] = [], seen = Set<UInt32>()
+        if let index = try? repository.loadIndex() {
+            for n in damaged {
+                guard let p = index.position(of: ids[n]) else { continue }
+                let pack = index.blobs[Int(index.entries[p].blob)].pack
+                if seen.insert(pack).inserted { packs.append(Repository.packKey(index.packs[Int(pack)])) }
+            }
+        }
+        var message = "damaged pack: page \(page + 1) of the snapshot (\(ids[page].hex.prefix(12))) does not match its id"
+        if damaged.count > 1 { message += ", nor do \(damaged.count - 1) more" + (packs.count > 1 ? " (\(packs.count) packs)" : "") }
+        message += "; nothing restored (`litectl verify --repo --read-data` names the snapshots it damages)"
+        return StoreError(.other, location: packs.first.map(repository.objectName) ?? repository.location, message: message)
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, path: String) throws {

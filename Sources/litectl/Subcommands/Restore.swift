@@ -29,8 +29,9 @@ struct Restore: ParsableCommand {
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
             with --db NAME (the database's file name or path) and --at TIME (the newest \
             snapshot at or before TIME, UTC). The file is rebuilt in a temporary file beside \
-            TARGET, every page checked against its id, then its SHA-256 and logical hash \
-            compared with the snapshot's, before it lands as above: the file is proven to \
+            TARGET, then its SHA-256 and logical hash are compared with the snapshot's (a \
+            SHA-256 that differs has each page checked against its id, and the error names \
+            the damaged pack), before it lands as above: the file is proven to \
             be, byte for byte, the copy the backup made and checked (quick_check by \
             default, as the snapshot's verification says). --verify quick or full runs \
             quick_check or integrity_check on it again (a restore drill); without it, \
@@ -142,7 +143,7 @@ struct Restore: ParsableCommand {
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
-                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages, each checked against its id; SHA-256 and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
+                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages; SHA-256 and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
             }
         } catch {
             bar.clear()
