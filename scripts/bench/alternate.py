@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Times commands in alternation: one round runs each command once, the order
-rotating from round to round, so that a change of load on a shared machine
-falls on every command alike (hyperfine runs all of one command, then all of
-the next). Before each timed run, --prepare runs untimed (a fresh copy of a
+"""Times commands in alternation: one round runs each command once, in an order
+shuffled from round to round (seeded: the same on every run of the script), so
+that a change of load on a shared machine falls on every command alike
+(hyperfine runs all of one command, then all of the next) and no command
+always follows the same one. Before each timed run, --prepare runs untimed (a fresh copy of a
 database, say). Prints, for each command after the first, one line comparing
 it with the first: median wall time, median CPU time (user + system of the
 command and its children), the ratio of the medians, the range of the
@@ -11,6 +12,7 @@ per-round ratios (which shows how much the load moved) and the ratio of CPU.
 usage: alternate.py [--rounds N] [--warmup N] [--prepare CMD] NAME CMD NAME CMD ...
 """
 import argparse
+import random
 import resource
 import statistics
 import subprocess
@@ -20,7 +22,7 @@ import time
 
 def run(command, prepare):
     if prepare:
-        subprocess.run(prepare, shell=True, check=True, executable="/bin/bash")
+        subprocess.run(prepare, shell=True, check=True, executable="/bin/bash", stdout=sys.stderr)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, shell=True, executable="/bin/bash", stdout=subprocess.DEVNULL)
@@ -50,8 +52,10 @@ def main():
     n = len(names)
     wall = [[] for _ in range(n)]
     cpu = [[] for _ in range(n)]
+    shuffle = random.Random(1)
     for round_ in range(args.warmup + args.rounds):
-        order = [(round_ + k) % n for k in range(n)]
+        order = list(range(n))
+        shuffle.shuffle(order)
         for i in order:
             w, c = run(commands[i], args.prepare)
             if round_ >= args.warmup:
@@ -68,7 +72,8 @@ def main():
         print(f"{names[0]}: median {seconds(first_wall)} ({seconds(first_cpu)} CPU) | "
               f"{names[i]}: median {seconds(w)} ({seconds(c)} CPU) | {names[0]} is {verdict}; "
               f"{args.rounds} rounds alternated, {names[0]} took {per_round[0]:.2f}-{per_round[-1]:.2f}x "
-              f"the time of {names[i]} per round and {first_cpu / c:.2f}x its CPU")
+              f"the time of {names[i]} per round and "
+              + (f"{first_cpu / c:.2f}x its CPU" if c > 0 else "its CPU too small to compare"))
 
 if __name__ == "__main__":
     main()

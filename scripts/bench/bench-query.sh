@@ -34,8 +34,9 @@ bench_compare "litectl query --format csv" "$LITECTL query $T/big.db --format cs
 
 # hyperfine runs all of one command, then all of the other: on a shared machine a change of
 # load in between skews the ratio. Alternate the two, and count CPU time as well as wall time.
-bench_alternate "litectl query --format csv" "$LITECTL query $T/big.db --format csv 'SELECT * FROM customers'" \
-                "sqlite3 -csv" "sqlite3 -csv -header $T/big.db 'SELECT * FROM customers'"
+L=$(printf %q "$LITECTL") DB=$(printf %q "$T/big.db")
+bench_alternate "litectl query --format csv" "$L query $DB --format csv 'SELECT * FROM customers'" \
+                "sqlite3 -csv" "sqlite3 -csv -header $DB 'SELECT * FROM customers'"
 
 echo "== (b) --each over $FILES small databases" >&2
 SQL="SELECT count(*), sum(x), sum(y) FROM t"

@@ -76,8 +76,10 @@ cmp -s "$BENCH_TMPDIR/litectl.hash" "$BENCH_TMPDIR/sqlite-utils.hash" || { echo 
 # The commands alternate, round after round (bench_alternate): each run is seconds long, and on a
 # shared machine a change of load would otherwise fall on one tool's runs only. The fresh copy is
 # made and flushed before each run, untimed.
-bench_alternate --prepare "cp $base $work && sync $work" \
-  "litectl transform" "$LITECTL transform $work items --type price=REAL --allow-conversion" \
-  "12 steps in sqlite3" "sqlite3 $work < $BENCH_TMPDIR/by-hand.sql" \
-  "sqlite-utils transform" "sqlite-utils transform $work items --type price float" \
-  "litectl transform --compare-all" "$LITECTL transform $work items --type price=REAL --allow-conversion --compare-all"
+# Paths quoted for the shell that runs each command.
+L=$(printf %q "$LITECTL") W=$(printf %q "$work") B=$(printf %q "$base") H=$(printf %q "$BENCH_TMPDIR/by-hand.sql")
+bench_alternate --prepare "cp $B $W && sync $W" \
+  "litectl transform" "$L transform $W items --type price=REAL --allow-conversion" \
+  "12 steps in sqlite3" "sqlite3 $W < $H" \
+  "sqlite-utils transform" "sqlite-utils transform $W items --type price float" \
+  "litectl transform --compare-all" "$L transform $W items --type price=REAL --allow-conversion --compare-all"

@@ -56,7 +56,7 @@ EOF
 
 # bench_alternate [--prepare CMD] NAME CMD NAME2 CMD2 [NAME3 CMD3 ...]
 # Runs the commands in alternation (alternate.py): one untimed round, then ${BENCH_RUNS:-7} rounds,
-# each running every command once in a rotating order, --prepare untimed before each run. Prints one
+# each running every command once in a shuffled order, --prepare untimed before each run. Prints one
 # line per command after the first: median wall and CPU times, the ratio to the first command, and
 # the range of the per-round ratios. On a shared machine, prefer it to bench_compare for commands of
 # seconds: a change of load falls on every command alike.

@@ -56,15 +56,17 @@ public enum RepoRestore {
         let file = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: request.target),
                                      permissions: targetExists ? try DurableFolder.permissions(of: request.target) : 0o644)
         defer { file.discard() }
-        // The index is let go before the checks; the pages' ids are kept for the logical hash.
-        let (fetched, ids) = try { () throws -> (Int64, [PageID]) in
+        // The index is let go before the checks; the pages' ids are kept for the
+        // logical hash, and each page's pack to name it should the file differ.
+        let (fetched, ids, packs) = try { () throws -> (Int64, [PageID], PagePacks) in
             let index = try repository.loadIndex()
             let positions = try repository.pagePositions(of: snapshot, index: index) { n, id in
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
             }
             let fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
                                          into: file, progress: progress)
-            return (fetched, positions.map { index.entries[Int($0)].id })
+            return (fetched, positions.map { index.entries[Int($0)].id },
+                    PagePacks(of: positions.map { index.blobs[Int(index.entries[Int($0)].blob)].pack }, names: index.packs))
         }()
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
         // The checks only read the file, each on a thread of its own beside
@@ -82,8 +84,8 @@ public enum RepoRestore {
         })
         guard digest.sha256 == snapshot.databaseSHA256 else {
             // Which pages are not what the snapshot lists, and in which packs.
-            if let damage = try damagedPacks(file.path, ids: ids, pageSize: snapshot.pageSize, repository: repository) { throw damage }
-            throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match the snapshot's, though every page matches its id (a damaged page list or snapshot); nothing restored", path: request.target)
+            if let damage = try damagedPacks(file.path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) { throw damage }
+            throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match snapshot \(snapshot.shortID)'s, though every page matches its id in the page list \(repository.objectName("lists/" + snapshot.list)): the list or the snapshot is damaged; nothing restored", path: request.target)
         }
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
@@ -259,10 +261,17 @@ public enum RepoRestore {
         return (fetched, pages.count)
     }
 
+    /// Each page's pack, kept from the index the restore read (4 bytes a page).
+    struct PagePacks {
+        var of: [UInt32]
+        var names: [PageID]
+    }
+
     /// After a SHA-256 mismatch: each page of the rebuilt file against its id
     /// (page n's is `ids[n - 1]`). The error names the pack of the first page
     /// that differs and counts the others; nil when every page matches.
-    static func damagedPacks(_ path: String, ids: [PageID], pageSize: Int, repository: Repository) throws -> StoreError? {
+    static func damagedPacks(_ path: String, ids: [PageID], packs: PagePacks, pageSize: Int,
+                             repository: Repository) throws -> StoreError? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot open: \(String(cString: strerror(errno)))", path: path) }
         defer { close(fd) }
@@ -272,7 +281,14 @@ public enum RepoRestore {
         var first = 0
         while first < ids.count {
             let count = min(chunk, ids.count - first)
-            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count * pageSize, off_t(first) * off_t(pageSize)) }
+            var got = 0
+            while got < count * pageSize {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, count * pageSize - got, off_t(first) * off_t(pageSize) + off_t(got)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { throw DatabaseError(code: .ioerr, message: "cannot read: \(String(cString: strerror(errno)))", path: path) }
+                if n == 0 { break }  // a file cut short: its missing pages count as damaged
+                got += n
+            }
             buffer.withUnsafeBytes { bytes in
                 for k in 0..<count {
                     let whole = (k + 1) * pageSize <= got
@@ -284,20 +300,12 @@ public enum RepoRestore {
             first += count
         }
         guard let page = damaged.first else { return nil }
-        // The packs, in the order of their first damaged page (none named if
-        // the index cannot be read again: the pages are still counted).
-        var packs: [String] = [], seen = Set<UInt32>()
-        if let index = try? repository.loadIndex() {
-            for n in damaged {
-                guard let p = index.position(of: ids[n]) else { continue }
-                let pack = index.blobs[Int(index.entries[p].blob)].pack
-                if seen.insert(pack).inserted { packs.append(Repository.packKey(index.packs[Int(pack)])) }
-            }
-        }
+        var named = Set<UInt32>()
+        for n in damaged { named.insert(packs.of[n]) }
         var message = "damaged pack: page \(page + 1) of the snapshot (\(ids[page].hex.prefix(12))) does not match its id"
-        if damaged.count > 1 { message += ", nor do \(damaged.count - 1) more" + (packs.count > 1 ? " (\(packs.count) packs)" : "") }
+        if damaged.count > 1 { message += ", nor do \(damaged.count - 1) more" + (named.count > 1 ? " (in \(named.count) packs)" : "") }
         message += "; nothing restored (`litectl verify --repo --read-data` names the snapshots it damages)"
-        return StoreError(.other, location: packs.first.map(repository.objectName) ?? repository.location, message: message)
+        return StoreError(.other, location: repository.objectName(Repository.packKey(packs.names[Int(packs.of[page])])), message: message)
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, path: String) throws {
