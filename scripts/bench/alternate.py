@@ -3,11 +3,12 @@
 shuffled from round to round (seeded: the same on every run of the script), so
 that a change of load on a shared machine falls on every command alike
 (hyperfine runs all of one command, then all of the next) and no command
-always follows the same one. Before each timed run, --prepare runs untimed (a fresh copy of a
-database, say). Prints, for each command after the first, one line comparing
-it with the first: median wall time, median CPU time (user + system of the
-command and its children), the ratio of the medians, the range of the
-per-round ratios (which shows how much the load moved) and the ratio of CPU.
+always follows the same one. Before each timed run, --prepare runs untimed (a
+fresh copy of a database, say). Prints, for each command after the first, one
+line comparing it with the first: median wall time, median CPU time (user +
+system of the command and its children), the ratio of the medians, the range
+of the per-round ratios (which shows how much the load moved) and the ratio of
+CPU. Each round's times go to stderr.
 
 usage: alternate.py [--rounds N] [--warmup N] [--prepare CMD] NAME CMD NAME CMD ...
 """
@@ -74,6 +75,7 @@ def main():
               f"{args.rounds} rounds alternated, {names[0]} took {per_round[0]:.2f}-{per_round[-1]:.2f}x "
               f"the time of {names[i]} per round and "
               + (f"{first_cpu / c:.2f}x its CPU" if c > 0 else "its CPU too small to compare"))
+
 
 if __name__ == "__main__":
     main()
