@@ -24,6 +24,21 @@ final class RepositoryTests: XCTestCase {
                                   snapshots: try repository.snapshots().snapshots, lock: nil)
     }
 
+    /// Every pack read back, every page rehashed (`verify --read-data`).
+    func readAll(_ repository: Repository) throws -> RepoVerifyReport {
+        try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+    }
+
+    /// A repository holding one backup of a.db, made by `sql`, and the key of its first pack.
+    func oneBackup(_ folder: TemporaryFolder, _ sql: String) throws -> (Repository, RepoBackupOutcome, FolderStore, String) {
+        let repository = try makeRepo(folder)
+        let db = folder.file("a.db")
+        try makeDatabase(db, sql)
+        let outcome = try backup(db, repository)
+        let store = FolderStore(path: folder.file("repo"))
+        return (repository, outcome, store, try XCTUnwrap(try store.list(prefix: "packs/").first).key)
+    }
+
     func restore(_ snapshot: Snapshot, _ repository: Repository, to target: String) throws {
         _ = try RepoRestore.run(RepoRestoreRequest(snapshot: snapshot, target: target), repository: repository)
     }
@@ -100,7 +115,7 @@ final class RepositoryTests: XCTestCase {
                 XCTAssertGreaterThan(report.packsDeleted + report.packsRewritten, 0, "forgotten snapshots free packs")
             }
         }
-        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        let report = try readAll(repository)
         XCTAssertTrue(report.problems.isEmpty, "\(report.problems.map(\.message))")
         let snapshots = try repository.snapshots().snapshots
         XCTAssertEqual(Set(snapshots.map(\.id)), Set(expected.keys))
@@ -201,7 +216,7 @@ final class RepositoryTests: XCTestCase {
             }
             try store.put(object.key, original)
         }
-        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        let report = try readAll(repository)
         XCTAssertTrue(report.problems.isEmpty)
     }
 
@@ -237,7 +252,7 @@ final class RepositoryTests: XCTestCase {
         let live = Set(try repository.pageIDs(of: second.snapshot))
         XCTAssertEqual(Set(index.entries.map(\.id)), live, "only the second snapshot's pages are left")
         XCTAssertTrue(index.blobs.contains { Int($0.pages) < 255 && Int($0.pages) > 1 }, "live pages regrouped")
-        let verify = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        let verify = try readAll(repository)
         XCTAssertTrue(verify.problems.isEmpty, "\(verify.problems.map(\.message))")
         try restore(second.snapshot, repository, to: folder.file("back.db"))
         XCTAssertEqual(try FileStreams.digest(of: folder.file("back.db")).sha256, second.snapshot.databaseSHA256)
@@ -286,13 +301,8 @@ final class RepositoryTests: XCTestCase {
     /// one-line error, never a crash or a wrong file, and verify names them.
     func testDamagedPacksFailRestoreCleanly() throws {
         let folder = try TemporaryFolder("repo")
-        let repository = try makeRepo(folder)
-        let db = folder.file("a.db")
-        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000) INSERT INTO t SELECT printf('%.80d', x) FROM c;")
-        let outcome = try backup(db, repository)
-        let store = FolderStore(path: folder.file("repo"))
-        let pack = try XCTUnwrap(try store.list(prefix: "packs/").first)
-        let original = try store.get(pack.key)
+        let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000) INSERT INTO t SELECT printf('%.80d', x) FROM c;")
+        let original = try store.get(pack)
         var rng = SplitMix64(seed: 11)
         for trial in 0..<60 {
             var bytes = original
@@ -303,13 +313,13 @@ final class RepositoryTests: XCTestCase {
                 let at = Int.random(in: 0..<bytes.count, using: &rng)
                 for i in at..<min(bytes.count, at + 64) { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
             }
-            try store.put(pack.key, bytes)
+            try store.put(pack, bytes)
             let target = folder.file("t\(trial).db")
             XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target), "trial \(trial)") { error in
                 XCTAssertTrue(error is StoreError || error is DatabaseError, "\(error)")
             }
             XCTAssertFalse(FileManager.default.fileExists(atPath: target), "no file under the target's name")
-            let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+            let report = try readAll(repository)
             XCTAssertEqual(report.damagedSnapshots, [outcome.snapshot.id], "trial \(trial)")
         }
     }
@@ -321,25 +331,20 @@ final class RepositoryTests: XCTestCase {
     /// the first damaged page. Nothing is left beside the target.
     func testAPackThatDecompressesToOtherPagesIsNamed() throws {
         let folder = try TemporaryFolder("repo")
-        let repository = try makeRepo(folder)
-        let db = folder.file("a.db")
-        try makeDatabase(db, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
-        let outcome = try backup(db, repository)
-        let store = FolderStore(path: folder.file("repo"))
-        let pack = try XCTUnwrap(try store.list(prefix: "packs/").first)
-        var bytes = try store.get(pack.key)
+        let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
+        var bytes = try store.get(pack)
         // Random rows do not compress: zstd stores them as they are, and a byte
         // flipped in the middle of the pack still decompresses.
         bytes[bytes.count / 2] ^= 0x01
-        try store.put(pack.key, bytes)
+        try store.put(pack, bytes)
         let target = folder.file("restored.db")
         XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
             XCTAssertTrue(error is StoreError, "\(error)")
             let text = "\(error)"
-            XCTAssertTrue(text.contains(pack.key) && text.contains("damaged pack: page ") && text.contains("does not match its id"), text)
+            XCTAssertTrue(text.contains(pack) && text.contains("damaged pack: page ") && text.contains("does not match its id"), text)
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
-        let report = try RepoVerify.run(repository, options: { var o = RepoVerifyOptions(); o.readDataPercent = 100; return o }())
+        let report = try readAll(repository)
         XCTAssertEqual(report.damagedSnapshots, [outcome.snapshot.id])
     }
 
