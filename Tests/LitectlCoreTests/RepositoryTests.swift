@@ -324,28 +324,36 @@ final class RepositoryTests: XCTestCase {
         }
     }
 
-    /// A pack whose bytes still decompress, to other page content (a flipped
-    /// byte in a stored, incompressible run): restore does not check pages
-    /// against their ids as it writes them, so it is the file's SHA-256 that
-    /// differs; then each page is checked, and the error names the pack and
-    /// the first damaged page. Nothing is left beside the target.
+    /// A byte flipped in a pack where zstd stored incompressible rows as they
+    /// are. In blobs without zstd's content checksum (as litectl wrote them
+    /// before 2026-11-26) the pack still decompresses, to other page content:
+    /// restore does not check pages against their ids as it writes them, so it
+    /// is the file's SHA-256 that differs; then each page is checked, and the
+    /// error names the pack and the first damaged page. Blobs written now carry
+    /// the checksum, and the same damage stops the restore at that pack. Either
+    /// way nothing is left beside the target, and verify names the snapshot.
     func testAPackThatDecompressesToOtherPagesIsNamed() throws {
-        let folder = try TemporaryFolder("repo")
-        let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
-        var bytes = try store.get(pack)
-        // Random rows do not compress: zstd stores them as they are, and a byte
-        // flipped in the middle of the pack still decompresses.
-        bytes[bytes.count / 2] ^= 0x01
-        try store.put(pack, bytes)
-        let target = folder.file("restored.db")
-        XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
-            XCTAssertTrue(error is StoreError, "\(error)")
-            let text = "\(error)"
-            XCTAssertTrue(text.contains(pack) && text.contains("damaged pack: page ") && text.contains("does not match its id"), text)
+        for checksum in [false, true] {
+            ZstdCompressor.contentChecksum = checksum
+            defer { ZstdCompressor.contentChecksum = true }
+            let folder = try TemporaryFolder("repo")
+            let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
+            var bytes = try store.get(pack)
+            // Random rows do not compress: zstd stores them as they are, and
+            // without the checksum a flipped byte still decompresses.
+            bytes[bytes.count / 2] ^= 0x01
+            try store.put(pack, bytes)
+            let target = folder.file("restored.db")
+            XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
+                XCTAssertTrue(error is StoreError, "\(error)")
+                let text = "\(error)"
+                let expected = checksum ? "cannot decompress" : "damaged pack: page "
+                XCTAssertTrue(text.contains(pack) && text.contains(expected), "checksum \(checksum): \(text)")
+                if !checksum { XCTAssertTrue(text.contains("does not match its id"), text) }
+            }
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
+            XCTAssertEqual(try readAll(repository).damagedSnapshots, [outcome.snapshot.id])
         }
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
-        let report = try readAll(repository)
-        XCTAssertEqual(report.damagedSnapshots, [outcome.snapshot.id])
     }
 
     func testInitRefusesANonEmptyLocationAndAnExistingRepository() throws {

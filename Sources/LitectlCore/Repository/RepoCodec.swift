@@ -98,10 +98,17 @@ enum Zlib {
 final class ZstdCompressor: @unchecked Sendable {
     private let context: OpaquePointer
     let level: Int32
+    /// Frames carry zstd's checksum of their content (XXH64, 4 bytes), which
+    /// every zstd decoder checks: damage that would still decompress, to other
+    /// bytes, fails there. Tests turn it off to make frames as litectl wrote
+    /// them before 2026-11-26.
+    nonisolated(unsafe) static var contentChecksum = true
 
     init(level: Int32) {
         context = ZSTD_createCCtx()
         self.level = level
+        ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, Self.contentChecksum ? 1 : 0)
     }
 
     deinit { ZSTD_freeCCtx(context) }
@@ -111,7 +118,7 @@ final class ZstdCompressor: @unchecked Sendable {
         let bound = ZSTD_compressBound(input.count)
         var out = [UInt8](repeating: 0, count: bound)
         let n = out.withUnsafeMutableBytes { o in
-            ZSTD_compressCCtx(context, o.baseAddress, o.count, input.baseAddress, input.count, level)
+            ZSTD_compress2(context, o.baseAddress, o.count, input.baseAddress, input.count)
         }
         precondition(ZSTD_isError(n) == 0, "zstd cannot fail with a bound-sized buffer")
         out.removeLast(out.count - n)
