@@ -97,7 +97,6 @@ enum Zlib {
 /// used by one thread at a time (hence unchecked Sendable).
 final class ZstdCompressor: @unchecked Sendable {
     private let context: OpaquePointer
-    let level: Int32
     /// Frames carry zstd's checksum of their content (XXH64, 4 bytes), which
     /// every zstd decoder checks: damage that would still decompress, to other
     /// bytes, fails there. Tests turn it off to make frames as litectl wrote
@@ -106,7 +105,6 @@ final class ZstdCompressor: @unchecked Sendable {
 
     init(level: Int32) {
         context = ZSTD_createCCtx()
-        self.level = level
         ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
         ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, Self.contentChecksum ? 1 : 0)
     }
