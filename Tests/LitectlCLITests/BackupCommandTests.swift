@@ -414,7 +414,9 @@ import TestSupport
         try makeBank(db, journal: "wal", fillerRows: 100)
         let out = folder.file("out")
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
-        let fd = open(out + "/.litectl-backup.lock", O_RDWR | O_CREAT, 0o600)
+        // O_CLOEXEC: a child spawned meanwhile by a test running in parallel
+        // must not inherit the descriptor, which would hold the lock after close.
+        let fd = open(out + "/.litectl-backup.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(flock(fd, LOCK_EX) == 0)
         let fails = try litectl("backup", "--timeout", "0.3", db, out)
         #expect(fails.status == 2)

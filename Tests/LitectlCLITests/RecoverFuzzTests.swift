@@ -20,6 +20,19 @@ import TestSupport
     /// Peak memory allowed for one run on these few-megabyte files.
     static let memoryLimitKiB = 400 * 1024
 
+    /// The watched child keeps no descriptor of the test runner beyond stdio:
+    /// another test's held lock or pipe must not live on in it.
+    @Test func theWatchedChildHasOnlyStdio() throws {
+        let held = open("/dev/null", O_RDONLY)  // without O_CLOEXEC, as a careless test would
+        defer { close(held) }
+        let run = try runWatched("/bin/sh", ["-c", "ls /proc/self/fd >&2"], timeout: 30)
+        #expect(run.status == 0)
+        // The shell's `ls` lists 0, 1, 2 and the descriptor it reads /proc/self/fd with.
+        let fds = run.stderr.split(separator: "\n").compactMap { Int($0) }
+        #expect(!fds.contains(Int(held)), "\(fds)")
+        #expect(fds.filter { $0 > 2 }.count <= 1, "\(fds)")
+    }
+
     /// Applies one random mutation (of several kinds) to `bytes`.
     static func mutate(_ bytes: inout [UInt8], pageSize: Int, rng: inout SplitMix64) -> String {
         let pages = max(1, bytes.count / pageSize)

@@ -53,6 +53,13 @@ public func runWatched(_ executable: String, _ arguments: [String], timeout: Dou
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    // Tests run in parallel: the child must not keep other tests' descriptors
+    // (pipes, held locks) open. glibc's closefrom action is not in Swift's
+    // view of spawn.h (it needs _GNU_SOURCE), so it is looked up.
+    if let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+    }
     let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for p in argv { free(p) } }
     var pid: pid_t = 0
