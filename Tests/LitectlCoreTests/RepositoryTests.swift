@@ -10,10 +10,30 @@ import XCTest
 import TestSupport
 
 final class RepositoryTests: XCTestCase {
-    func makeRepo(_ folder: TemporaryFolder, secret: RepoSecret? = nil) throws -> Repository {
-        let store = FolderStore(path: folder.file("repo"))
+    func makeRepo(_ folder: TemporaryFolder, secret: RepoSecret? = nil, version: Int = Repository.version,
+                  name: String = "repo") throws -> Repository {
+        let store = FolderStore(path: folder.file(name))
         try store.createRoot()
-        return try Repository.initialize(store, secret: secret)
+        return try Repository.initialize(store, secret: secret, version: version)
+    }
+
+    /// The file at `path` is, byte for byte, the one `snapshot` recorded: its
+    /// SHA-256 (snapshot version 1), or (version 2) the SHA-256 of its pages'
+    /// SHA-256 digests in order, computed here from the file itself.
+    func assertIsTheRecordedFile(_ path: String, _ snapshot: Snapshot, file: StaticString = #filePath, line: UInt = #line) throws {
+        if let sha = snapshot.databaseSHA256 {
+            XCTAssertNil(snapshot.pagesSHA256, file: file, line: line)
+            XCTAssertEqual(try FileStreams.digest(of: path).sha256, sha, "the file comes back byte for byte", file: file, line: line)
+            return
+        }
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path), file: file, line: line)
+        XCTAssertEqual(bytes.count, snapshot.pageSize * snapshot.pageCount, file: file, line: line)
+        var ids: [UInt8] = []
+        for n in 0..<snapshot.pageCount {
+            ids += SHA256.hash(data: bytes[n * snapshot.pageSize..<(n + 1) * snapshot.pageSize])
+        }
+        let digest = SHA256.hash(data: ids).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(digest, try XCTUnwrap(snapshot.pagesSHA256, file: file, line: line), "the file comes back page for page", file: file, line: line)
     }
 
     func backup(_ db: String, _ repository: Repository) throws -> RepoBackupOutcome {
@@ -50,29 +70,105 @@ final class RepositoryTests: XCTestCase {
     /// recorded (its SHA-256, or its logical hash): nothing is restored and
     /// nothing is left beside the target.
     func testRestoreRefusesAFileThatIsNotTheRecordedOne() throws {
+        for version in [2, 3] {
+            let folder = try TemporaryFolder("repo")
+            let repository = try makeRepo(folder, version: version)
+            let db = folder.file("app.db")
+            try makeDatabase(db, "CREATE TABLE t(x TEXT); INSERT INTO t VALUES ('a'), (x'00ff'), (1.5), (NULL);")
+            let snapshot = try backup(db, repository).snapshot
+            XCTAssertEqual(snapshot.pagesSHA256 != nil, version == 3)
+            var wrongHash = snapshot
+            wrongHash.logicalHash = String(repeating: "0", count: 64)
+            var wrongSHA = snapshot
+            if version == 3 { wrongSHA.pagesSHA256 = String(repeating: "0", count: 64) } else { wrongSHA.databaseSHA256 = String(repeating: "0", count: 64) }
+            wrongSHA.logicalHash = wrongHash.logicalHash  // the SHA-256 is named first
+            for (doctored, message) in [(wrongHash, "logical hash differs"),
+                                        (wrongSHA, version == 3 ? "page ids' SHA-256 does not match snapshot" : "file's SHA-256 does not match snapshot")] {
+                let target = folder.file("restored.db")
+                XCTAssertThrowsError(try RepoRestore.run(RepoRestoreRequest(snapshot: doctored, target: target), repository: repository)) {
+                    XCTAssertTrue("\($0)".contains(message), "\($0)")
+                    if message.contains("SHA-256") {
+                        // Every page is its id's: the list or the snapshot is named instead of a pack.
+                        XCTAssertTrue("\($0)".contains("every page matches its id") && "\($0)".contains("lists/" + snapshot.list), "\($0)")
+                    }
+                }
+                XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["app.db"])
+            }
+            _ = try RepoRestore.run(RepoRestoreRequest(snapshot: snapshot, target: folder.file("restored.db")), repository: repository)
+            XCTAssertEqual(try ContentHasher.hash(path: folder.file("restored.db")).digest, snapshot.logicalHash)
+            try assertIsTheRecordedFile(folder.file("restored.db"), snapshot)
+        }
+    }
+
+    /// Version 3 records the SHA-256 of the page ids (the file is not hashed
+    /// as a whole); a version-2 repository keeps recording the file's SHA-256,
+    /// as the litectl that made it reads it. Both restore exactly.
+    func testEachVersionRecordsItsDigest() throws {
+        let folder = try TemporaryFolder("repo")
+        let base = folder.file("base.db")
+        try makeDatabase(base, """
+            PRAGMA page_size=1024;
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000) INSERT INTO t SELECT x, printf('%.50d', x) FROM c;
+            """)
+        let before = try ContentHasher.hash(path: base).digest
+        for version in [2, 3] {
+            let db = folder.file("app\(version).db")
+            try FileManager.default.copyItem(atPath: base, toPath: db)
+            let repository = try makeRepo(folder, version: version, name: "repo\(version)")
+            let config = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder.file("repo\(version)/config")))) as? [String: Any]
+            XCTAssertEqual((config?["version"] as? NSNumber)?.intValue, version)
+            let first = try backup(db, repository).snapshot
+            _ = try sqlite3([db, "UPDATE t SET v = v || 'x' WHERE id % 50 = 0"])
+            let second = try backup(db, repository).snapshot
+            XCTAssertNotNil(second.parent)
+            let stored = try String(contentsOfFile: folder.file("repo\(version)/snapshots/\(second.id)"), encoding: .utf8)
+            if version == 3 {
+                XCTAssertTrue(stored.contains("\"version\":2") && stored.contains("\"pages_sha256\"") && !stored.contains("database_sha256"), stored)
+                XCTAssertNil(first.databaseSHA256)
+            } else {
+                XCTAssertTrue(stored.contains("\"version\":1") && stored.contains("\"database_sha256\"") && !stored.contains("pages_sha256"), stored)
+                XCTAssertNil(first.pagesSHA256)
+            }
+            // Read back as written.
+            let listed = try repository.snapshots().snapshots
+            XCTAssertEqual(listed.map(\.databaseSHA256), [first.databaseSHA256, second.databaseSHA256])
+            XCTAssertEqual(listed.map(\.pagesSHA256), [first.pagesSHA256, second.pagesSHA256])
+            for (n, snapshot) in [first, second].enumerated() {
+                let target = folder.file("back\(version)-\(n).db")
+                try restore(snapshot, repository, to: target)
+                try assertIsTheRecordedFile(target, snapshot)
+            }
+            XCTAssertEqual(try ContentHasher.hash(path: folder.file("back\(version)-0.db")).digest, before)
+            XCTAssertEqual(try ContentHasher.hash(path: folder.file("back\(version)-1.db")).digest, try ContentHasher.hash(path: db).digest)
+            XCTAssertTrue(try readAll(repository).problems.isEmpty)
+        }
+    }
+
+    /// A version-3 page list replaced by another valid one (of a database of
+    /// the same page count): every page then matches its id, but the ids'
+    /// SHA-256 is not the snapshot's, so verify names the list and restore
+    /// refuses it.
+    func testAListSwappedForAnotherIsFound() throws {
         let folder = try TemporaryFolder("repo")
         let repository = try makeRepo(folder)
-        let db = folder.file("app.db")
-        try makeDatabase(db, "CREATE TABLE t(x TEXT); INSERT INTO t VALUES ('a'), (x'00ff'), (1.5), (NULL);")
-        let snapshot = try backup(db, repository).snapshot
-        var wrongHash = snapshot
-        wrongHash.logicalHash = String(repeating: "0", count: 64)
-        var wrongSHA = snapshot
-        wrongSHA.databaseSHA256 = String(repeating: "0", count: 64)
-        wrongSHA.logicalHash = wrongHash.logicalHash  // the SHA-256 is named first
-        for (doctored, message) in [(wrongHash, "logical hash differs"), (wrongSHA, "SHA-256 does not match snapshot")] {
-            let target = folder.file("restored.db")
-            XCTAssertThrowsError(try RepoRestore.run(RepoRestoreRequest(snapshot: doctored, target: target), repository: repository)) {
-                XCTAssertTrue("\($0)".contains(message), "\($0)")
-                if doctored.databaseSHA256 != snapshot.databaseSHA256 {
-                    // Every page is its id's: the list or the snapshot is named instead of a pack.
-                    XCTAssertTrue("\($0)".contains("every page matches its id") && "\($0)".contains("lists/" + snapshot.list), "\($0)")
-                }
-            }
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["app.db"])
+        let a = folder.file("a.db"), b = folder.file("b.db")
+        try makeDatabase(a, "CREATE TABLE t(x); INSERT INTO t VALUES ('a');")
+        try makeDatabase(b, "CREATE TABLE t(x); INSERT INTO t VALUES ('b');")
+        let first = try backup(a, repository).snapshot, second = try backup(b, repository).snapshot
+        XCTAssertEqual(first.pageCount, second.pageCount)
+        XCTAssertNil(first.parent)
+        XCTAssertNil(second.parent)
+        let lists = folder.file("repo/lists/")
+        try FileManager.default.removeItem(atPath: lists + first.list)
+        try FileManager.default.copyItem(atPath: lists + second.list, toPath: lists + first.list)
+        let report = try readAll(repository)
+        XCTAssertEqual(report.problems.map(\.object), ["lists/" + first.list], "\(report.problems.map(\.message))")
+        XCTAssertEqual(report.damagedSnapshots, [first.id])
+        XCTAssertThrowsError(try restore(first, repository, to: folder.file("back.db"))) {
+            XCTAssertTrue("\($0)".contains("page ids' SHA-256 does not match snapshot \(first.shortID)") && "\($0)".contains("every page matches its id"), "\($0)")
         }
-        _ = try RepoRestore.run(RepoRestoreRequest(snapshot: snapshot, target: folder.file("restored.db")), repository: repository)
-        XCTAssertEqual(try ContentHasher.hash(path: folder.file("restored.db")).digest, snapshot.logicalHash)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file("back.db")))
     }
 
     func testSnapshotsThroughChangesForgetAndPruneRestoreExactly() throws {
@@ -124,7 +220,7 @@ final class RepositoryTests: XCTestCase {
             let target = folder.file("restored-\(n).db")
             try restore(snapshot, repository, to: target)
             XCTAssertEqual(try ContentHasher.hash(path: target).digest, expected[snapshot.id])
-            XCTAssertEqual(try FileStreams.digest(of: target).sha256, snapshot.databaseSHA256, "the file comes back byte for byte")
+            try assertIsTheRecordedFile(target, snapshot)
             XCTAssertEqual(try sqlite3Scalar(target, "PRAGMA integrity_check"), "ok")
         }
     }
@@ -220,14 +316,14 @@ final class RepositoryTests: XCTestCase {
         XCTAssertTrue(report.problems.isEmpty)
     }
 
-    /// Version 2 compresses runs of new pages together, and prune takes the
+    /// Since version 2, runs of new pages are compressed together, and prune takes the
     /// live pages out of blobs that are mostly dead and groups them anew.
     func testBlobsGroupPagesAndPruneRegroupsPartlyLiveOnes() throws {
         let folder = try TemporaryFolder("repo")
         setenv("LITECTL_PACK_SIZE", "65536", 1)
         defer { unsetenv("LITECTL_PACK_SIZE") }
         let repository = try makeRepo(folder)
-        XCTAssertEqual(repository.version, 2)
+        XCTAssertEqual(repository.version, 3)
         let db = folder.file("a.db")
         try makeDatabase(db, """
             PRAGMA page_size=1024;
@@ -255,7 +351,7 @@ final class RepositoryTests: XCTestCase {
         let verify = try readAll(repository)
         XCTAssertTrue(verify.problems.isEmpty, "\(verify.problems.map(\.message))")
         try restore(second.snapshot, repository, to: folder.file("back.db"))
-        XCTAssertEqual(try FileStreams.digest(of: folder.file("back.db")).sha256, second.snapshot.databaseSHA256)
+        try assertIsTheRecordedFile(folder.file("back.db"), second.snapshot)
         XCTAssertEqual(try sqlite3Scalar(folder.file("back.db"), "SELECT count(*) FROM t WHERE v = printf('%.60d', id * 7)"), "4500")
     }
 
@@ -273,12 +369,12 @@ final class RepositoryTests: XCTestCase {
             INSERT INTO t SELECT x, printf('%.40d', x), CASE WHEN x % 97 = 0 THEN randomblob(5000) END FROM c;
             INSERT INTO w SELECT v, id FROM t;
             """)
-        func run(writes: Bool, _ name: String) throws -> [RepoBackupOutcome] {
+        func run(writes: Bool, _ name: String, version: Int) throws -> [RepoBackupOutcome] {
             RepoBackup.pagesFromWrites = writes
             defer { RepoBackup.pagesFromWrites = true }
             let store = FolderStore(path: folder.file(name))
             try store.createRoot()
-            let repository = try Repository.initialize(store, secret: nil)
+            let repository = try Repository.initialize(store, secret: nil, version: version)
             let copy = folder.file(name + ".db")
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: db, toPath: copy)
@@ -288,13 +384,17 @@ final class RepositoryTests: XCTestCase {
             for o in outcomes { XCTAssertEqual(try repository.pageIDs(of: o.snapshot).count, o.snapshot.pageCount) }
             return outcomes
         }
-        let fromWrites = try run(writes: true, "w"), fromScan = try run(writes: false, "s")
-        for (a, b) in zip(fromWrites, fromScan) {
-            XCTAssertEqual(a.snapshot.databaseSHA256, b.snapshot.databaseSHA256)
-            XCTAssertEqual(a.snapshot.logicalHash, b.snapshot.logicalHash)
-            XCTAssertEqual(a.pagesNew, b.pagesNew)
+        for version in [2, 3] {
+            let fromWrites = try run(writes: true, "w\(version)", version: version), fromScan = try run(writes: false, "s\(version)", version: version)
+            XCTAssertEqual(fromWrites.map { $0.snapshot.pagesSHA256 != nil }, [version == 3, version == 3])
+            for (a, b) in zip(fromWrites, fromScan) {
+                XCTAssertEqual(a.snapshot.databaseSHA256, b.snapshot.databaseSHA256)
+                XCTAssertEqual(a.snapshot.pagesSHA256, b.snapshot.pagesSHA256)
+                XCTAssertEqual(a.snapshot.logicalHash, b.snapshot.logicalHash)
+                XCTAssertEqual(a.pagesNew, b.pagesNew)
+            }
+            XCTAssertGreaterThan(fromWrites[1].hashPagesReused, 0)
         }
-        XCTAssertGreaterThan(fromWrites[1].hashPagesReused, 0)
     }
 
     /// Damaged packs (flipped, cut, replaced bytes) make restore fail with a

@@ -47,6 +47,10 @@ public struct HotCopyOptions: Sendable {
     public var memoryMapped = true
     /// Compute the copy's SHA-256 from its writes (`HotCopyResult.digest`).
     public var hashWrites = true
+    /// With `hashWrites`: false to follow the writes for `pageObserver`
+    /// only, without the file's SHA-256 (the result's digest then has an
+    /// empty `sha256`).
+    var digestFile = true
     /// With `hashWrites`: told of each page after the first as it is
     /// written, in order; valid only when the result has a digest.
     var pageObserver: (any WrittenPageObserver)?
@@ -147,7 +151,7 @@ public enum HotCopy {
         if !options.writeback { writer?.startsWriteback = false }
         var before = stat()
         if options.hashWrites, let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
-            var digest = WrittenFileDigest(predictedFirstPage: page)
+            var digest = WrittenFileDigest(predictedFirstPage: page, hashesFile: options.digestFile)
             digest.observer = options.pageObserver
             writer.hashWrites(digest)
         }

@@ -9,8 +9,12 @@
 /// read as zeros. Anything else (a page rewritten after a restart, a
 /// truncation, page 1 different from the prediction, a size other than what
 /// was hashed) makes `result` nil, and the caller hashes the finished file.
+/// Without `hashesFile`, only the observer is told of the pages (a repository
+/// whose snapshots record their pages' ids instead of the file's SHA-256):
+/// the same checks hold, and the result's `sha256` is empty.
 struct WrittenFileDigest {
     let predictedFirstPage: [UInt8]
+    let hashesFile: Bool
     /// Told of every page after the first, in order, as it is hashed (holes
     /// as pages of zeros); page 1 is the caller's to read once the copy is done.
     var observer: (any WrittenPageObserver)?
@@ -21,10 +25,11 @@ struct WrittenFileDigest {
     private var firstPage: [UInt8]?
     private var broken = false
 
-    init(predictedFirstPage: [UInt8]) {
+    init(predictedFirstPage: [UInt8], hashesFile: Bool = true) {
         self.predictedFirstPage = predictedFirstPage
+        self.hashesFile = hashesFile
         end = Int64(predictedFirstPage.count)
-        hasher.update(predictedFirstPage)
+        if hashesFile { hasher.update(predictedFirstPage) }
     }
 
     var pageSize: Int { predictedFirstPage.count }
@@ -43,7 +48,7 @@ struct WrittenFileDigest {
         }
         guard offset >= end else { broken = true; return }  // rewritten: the hash already has the old bytes
         if offset > end { hashZeros(offset - end) }
-        hasher.update(bytes)
+        if hashesFile { hasher.update(bytes) }
         if let observer {
             let size = Int64(pageSize)
             guard offset % size == 0, Int64(bytes.count) % size == 0 else { broken = true; return }
@@ -60,12 +65,12 @@ struct WrittenFileDigest {
     /// The digest, when the finished file of `fileSize` bytes is exactly what was hashed.
     func result(fileSize: Int64) -> StreamDigest? {
         guard !broken, fileSize == end, let firstPage, firstPage == predictedFirstPage else { return nil }
-        return StreamDigest(bytes: end, sha256: hasher.finalizeHex())
+        return StreamDigest(bytes: end, sha256: hashesFile ? hasher.finalizeHex() : "")
     }
 
     private mutating func hashZeros(_ count: Int64) {
         let zeros = [UInt8](repeating: 0, count: Int(min(count, 1 << 16)))
-        var left = count
+        var left = hashesFile ? count : 0
         while left > 0 {
             let n = Int(min(left, Int64(zeros.count)))
             zeros.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }

@@ -252,7 +252,8 @@ extension RepoBackup {
         return scan
     }
 
-    /// Reads the whole copy page by page: the file's SHA-256, each page's id,
+    /// Reads the whole copy page by page: the file's SHA-256 (but for a
+    /// repository that records the pages' digest instead), each page's id,
     /// the new pages into packs, and the row sums.
     static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
                           rowSums: PageRowSums? = nil, progress: (Int, Int) -> Void) throws -> PageScan {
@@ -305,7 +306,7 @@ extension RepoBackup {
                     nonisolated(unsafe) let out = out
                     nonisolated(unsafe) var h = hasher
                     DispatchQueue.concurrentPerform(iterations: idWorkers + 1) { w in
-                        if w == idWorkers { h.update(chunk); return }
+                        if w == idWorkers { if !repository.recordsPagesDigest { h.update(chunk) }; return }
                         for k in stride(from: w, to: n, by: idWorkers) {
                             out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: chunk[k * pageSize..<(k + 1) * pageSize]))
                         }

@@ -1,9 +1,11 @@
 // One database into a repository as a snapshot: the hot copy (backup API, one
 // committed state, the folder backup's WAL and rollback rules) into a
-// temporary file, then each page of the copy hashed, the pages the repository
-// lacks compressed into packs, and, in this order, the packs, the index
-// object, the page list and the snapshot written: a run killed at any moment
-// leaves at most objects nothing refers to, which `prune` removes.
+// temporary file, then each page of the copy hashed (the snapshot records the
+// SHA-256 of the ids in order; of the file, before repository version 3), the
+// pages the repository lacks compressed into packs, and, in this order, the
+// packs, the index object, the page list and the snapshot written: a run
+// killed at any moment leaves at most objects nothing refers to, which
+// `prune` removes.
 // Built on the folder backup's hot copy and check (Backup/) and on the
 // logical hash of `litectl hash` (Diff/ContentHash.swift).
 import Foundation
@@ -126,6 +128,8 @@ public enum RepoBackup {
         // The copy's pages are hashed and looked up as they are written.
         let collector = PageCollector(repository: repository, index: index, writer: PackWriter(repository: repository))
         copyOptions.hashWrites = true
+        // A version-3 repository's snapshot records its pages' digest, not the file's SHA-256.
+        copyOptions.digestFile = !repository.recordsPagesDigest
         copyOptions.pageObserver = collector
         let result: HotCopyResult
         do {
@@ -194,6 +198,12 @@ public enum RepoBackup {
         bytesAdded += Int64(indexBytes)
         scan.writer.releaseLookup()
 
+        var pagesDigest: String?
+        if repository.recordsPagesDigest {
+            var digest = PagesDigest()
+            for i in 0..<scan.pageCount { digest.add(scan.refs.id(i, index: index.base, writer: scan.writer)) }
+            pagesDigest = digest.finalizeHex()
+        }
         let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
         let (listID, listBytes) = try writeList(scan, index: index.base, parent: parent, repository: repository)
         bytesAdded += Int64(listBytes)
@@ -211,7 +221,8 @@ public enum RepoBackup {
         var snapshot = Snapshot(
             database: DurableFolder.baseName(of: sourcePath), path: sourcePath, hostname: RepoLock.hostname,
             time: started, tags: request.tags, pageSize: scan.pageSize, pageCount: scan.pageCount,
-            list: listID, parent: parent?.id, databaseSHA256: scan.sha256, logicalHash: logicalHash,
+            list: listID, parent: parent?.id, databaseSHA256: pagesDigest == nil ? scan.sha256 : nil,
+            pagesSHA256: pagesDigest, logicalHash: logicalHash,
             header: header, pagesNew: scan.newPages, bytesAdded: 0,
             durationSeconds: 0, strategy: result.strategy.rawValue,
             verification: request.verify == .none ? "skipped" : "\(request.verify == .full ? "integrity_check" : "quick_check") \(copyFacts.checkResult)")

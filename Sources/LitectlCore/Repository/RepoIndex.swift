@@ -54,7 +54,7 @@ enum IndexObject {
                                   size: repository.version == 1
                                       ? 12 + 32 * packs.count + 4 + 44 * pageCount
                                       : 12 + 32 * packs.count + 4 + 14 * blobCount + 32 * pageCount)
-        writer.raw(magic); writer.u32(UInt32(repository.version))
+        writer.raw(magic); writer.u32(UInt32(min(repository.version, 2)))  // version 3 kept version 2's index
         writer.u32(UInt32(packs.count)); for p in packs { writer.id(p) }
         if repository.version == 1 {
             writer.u32(UInt32(pageCount))

@@ -1,8 +1,8 @@
 // A snapshot back into a database file: every page fetched (packs on every
 // core, byte ranges of them) and written at its place in a temporary file
-// beside TARGET; then the file's SHA-256 and logical hash are compared with
-// what the snapshot recorded (a file whose SHA-256 differs has each page
-// checked against its id, to name the damaged packs), quick_check or
+// beside TARGET; then the file is proven to be the one the backup read (its
+// SHA-256, or each page against its id and the ids' SHA-256, as the snapshot
+// recorded; a damaged page names its pack) and its logical hash compared, quick_check or
 // integrity_check run when asked or when the backup did not check the copy,
 // and the file lands as `litectl restore` lands a backup (rename for a new
 // TARGET; the backup API in one transaction, the old content kept, for an
@@ -71,21 +71,22 @@ public enum RepoRestore {
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
         // The checks only read the file, each on a thread of its own beside
         // the fsync (which waits on the disk): the logical hash (on every
-        // core), and the SHA-256 then the SQLite check, if any. (A file too
-        // damaged to hash is named by its SHA-256 first.)
+        // core), and the proof (`prove`) then the SQLite check, if any. (A
+        // file too damaged to hash is named by the proof first.)
         let cacheFile = RowSumCache.location(repository: repository.id, host: snapshot.hostname, path: snapshot.path)
-        let ((logical, ()), (digest, facts)) = try Concurrently.run({ () throws -> (Result<LogicalHash, any Error>, Void) in
+        let ((logical, ()), (proof, facts)) = try Concurrently.run({ () throws -> (Result<LogicalHash, any Error>, Void) in
             try Concurrently.run({ Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
                                  { try file.sync() })
-        }, { () throws -> (StreamDigest, CopyFacts?) in
-            let digest = try FileStreams.digest(of: file.path)
-            guard digest.sha256 == snapshot.databaseSHA256 else { return (digest, nil) }
-            return (digest, level == .none ? nil : try BackupJob.inspect(file.path, verify: level))
+        }, { () throws -> (Proof, CopyFacts?) in
+            let proof = try prove(file.path, snapshot: snapshot, ids: ids, packs: packs, repository: repository)
+            guard case .proven = proof else { return (proof, nil) }
+            return (proof, level == .none ? nil : try BackupJob.inspect(file.path, verify: level))
         })
-        guard digest.sha256 == snapshot.databaseSHA256 else {
-            // Which pages are not what the snapshot lists, and in which packs.
-            if let damage = try damagedPacks(file.path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) { throw damage }
-            throw DatabaseError(code: .corrupt, message: "the rebuilt file's SHA-256 does not match snapshot \(snapshot.shortID)'s, though every page matches its id in the page list \(repository.objectName("lists/" + snapshot.list)): the list or the snapshot is damaged; nothing restored", path: request.target)
+        switch proof {
+        case .proven: break
+        case .damagedPack(let damage): throw damage
+        case .listDiffers(let what):
+            throw DatabaseError(code: .corrupt, message: "the rebuilt file's \(what) does not match snapshot \(snapshot.shortID)'s, though every page matches its id in the page list \(repository.objectName("lists/" + snapshot.list)): the list or the snapshot is damaged; nothing restored", path: request.target)
         }
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
@@ -113,9 +114,9 @@ public enum RepoRestore {
     /// as the backup summed it: a page whose number, table and id are those
     /// of a page the last backup of the database on this host decoded takes
     /// that backup's row sums from the host's cache (RowSumCache), every other
-    /// page is decoded. The result counts only once the file's SHA-256 has
-    /// matched the snapshot's: then every page is the one its id names, and a
-    /// cached sum is the sum of those very bytes.
+    /// page is decoded. The result counts only once the file is proven to be
+    /// the snapshot's (`prove`): then every page is the one its id names, and
+    /// a cached sum is the sum of those very bytes.
     /// A restore on another host, or with LITECTL_CACHE_DIR set empty,
     /// decodes every row. The cache is only read.
     static func logicalHash(of path: String, ids: [PageID], pageSize: Int, cacheFile: String?) throws -> LogicalHash {
@@ -130,8 +131,8 @@ public enum RepoRestore {
 
     /// The SQLite check a restore runs by default: none when the snapshot
     /// records that its copy passed quick_check or integrity_check (the
-    /// rebuilt file is that copy, byte for byte: the whole file against its
-    /// SHA-256, and its logical hash), quick_check when the backup skipped it.
+    /// rebuilt file is that copy, byte for byte, by `prove` and its logical
+    /// hash), quick_check when the backup skipped it.
     public static func defaultCheck(for snapshot: Snapshot) -> VerifyLevel {
         snapshot.verification == "quick_check ok" || snapshot.verification == "integrity_check ok" ? .none : .quick
     }
@@ -140,9 +141,8 @@ public enum RepoRestore {
     /// fetched. Packs are read on every core (several at a time from a server):
     /// each blob fetched once (neighbours closer than 64 KiB in one read),
     /// decompressed once, each page it holds for the snapshot written wherever
-    /// the snapshot has it. Pages are not checked against their ids here: the
-    /// whole file's SHA-256 is, after (`damagedPacks` names what differs), which
-    /// proves every page for one SHA-256 pass over the file instead of two.
+    /// the snapshot has it. Pages are not checked against their ids here but
+    /// after, by `prove`: one SHA-256 pass over the file instead of two.
     static func writePages(_ positions: [UInt32], pageSize: Int, index: RepoIndex, repository: Repository,
                            into file: TemporaryFile, progress: (CopyProgress) -> Void) throws -> Int64 {
         let pageCount = positions.count
@@ -267,7 +267,39 @@ public enum RepoRestore {
         var names: [PageID]
     }
 
-    /// After a SHA-256 mismatch: each page of the rebuilt file against its id
+    /// What the check of the rebuilt file found.
+    enum Proof {
+        /// It is the file the backup read, page for page.
+        case proven
+        /// A page differs from its id: the error names its pack.
+        case damagedPack(StoreError)
+        /// Every page matches its id, yet the digest the snapshot recorded
+        /// (named: "SHA-256" of the file, or "page ids' SHA-256") differs.
+        case listDiffers(String)
+    }
+
+    /// Proves the rebuilt file to be the one the snapshot recorded: for a
+    /// version-1 snapshot, the file's SHA-256 (and each page against its id
+    /// only when that differs, to name the pack); for a version-2 snapshot,
+    /// each page against its id, then the ids' digest against the snapshot's.
+    static func prove(_ path: String, snapshot: Snapshot, ids: [PageID], packs: PagePacks,
+                      repository: Repository) throws -> Proof {
+        if let recorded = snapshot.pagesSHA256 {
+            if let damage = try damagedPacks(path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) {
+                return .damagedPack(damage)
+            }
+            return Array(PagesDigest.of(ids).utf8) == Array(recorded.utf8) ? .proven : .listDiffers("page ids' SHA-256")
+        }
+        let digest = try FileStreams.digest(of: path)
+        if Array(digest.sha256.utf8) == Array((snapshot.databaseSHA256 ?? "").utf8) { return .proven }
+        // Which pages are not what the snapshot lists, and in which packs.
+        if let damage = try damagedPacks(path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) {
+            return .damagedPack(damage)
+        }
+        return .listDiffers("SHA-256")
+    }
+
+    /// Each page of the rebuilt file against its id
     /// (page n's is `ids[n - 1]`). The error names the pack of the first page
     /// that differs and counts the others; nil when every page matches.
     static func damagedPacks(_ path: String, ids: [PageID], packs: PagePacks, pageSize: Int,

@@ -1,5 +1,6 @@
-// Checks a repository: every snapshot's page list loads and each of its pages
-// is in the index; every pack the index names exists and is long enough; with
+// Checks a repository: every snapshot's page list loads, each of its pages
+// is in the index, and (snapshot version 2) the ids' SHA-256 is the one the
+// snapshot recorded; every pack the index names exists and is long enough; with
 // `readData`, every pack (or a random share of them) is read back and every
 // page in it decompressed and rehashed. Problems are reported with the
 // snapshots they damage.
@@ -160,6 +161,11 @@ public enum RepoVerify {
             }
             if missing > 0 {
                 report.problems.append(RepoProblem(object: "snapshots/" + snapshot.id, message: "\(missing) page(s) not in the index", snapshots: [snapshot.id]))
+            } else if let recorded = snapshot.pagesSHA256,
+                      Array(PagesDigest.of(positions.lazy.map { index.entries[Int($0)].id }).utf8) != Array(recorded.utf8) {
+                // A version-2 snapshot records its ids' digest: the list is checked against it.
+                report.problems.append(RepoProblem(object: "lists/" + snapshot.list, message: "page list does not match snapshot \(snapshot.shortID)'s page ids' SHA-256",
+                                                   snapshots: [snapshot.id]))
             }
             for key in hitPacks {
                 if let i = problemOfPack[key] { report.problems[i].snapshots.append(snapshot.id) }

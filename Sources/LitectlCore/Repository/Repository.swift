@@ -7,9 +7,10 @@ import Crypto
 
 public final class Repository: @unchecked Sendable {
     public static let format = "litectl-repository"
-    /// The version `repo init` creates; version 1 repositories are still read and written (as version 1).
-    public static let version = 2
-    static let supportedVersions = 1...2
+    /// The version `repo init` creates; repositories of versions 1 and 2 are
+    /// still read and written, each as its own version.
+    public static let version = 3
+    static let supportedVersions = 1...3
     /// Packs are closed once they reach this size (the last one of a run is
     /// smaller): 4 MiB keeps a backup's memory flat (one pack is filled at a
     /// time) and prune's unit small, at one S3 request per 4 MiB.
@@ -22,8 +23,12 @@ public final class Repository: @unchecked Sendable {
     public let store: ObjectStore
     public let id: String
     public let encrypted: Bool
-    /// The format version of this repository (1 or 2).
+    /// The format version of this repository (1, 2 or 3).
     public let version: Int
+    /// Whether its snapshots record the SHA-256 of their page ids (version 3)
+    /// rather than of the database file: a backup then hashes each page once,
+    /// not the file as well.
+    var recordsPagesDigest: Bool { version >= 3 }
     let keys: RepoKeys
     /// Target pack size; LITECTL_PACK_SIZE overrides it (tests make many small packs).
     public var packSize: Int

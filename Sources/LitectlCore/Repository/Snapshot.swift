@@ -1,7 +1,9 @@
 // A snapshot: one database at one moment, as a small JSON object in
 // `snapshots/<id>` (sealed when the repository is encrypted) that names its
 // page list and records what a restore checks: page size and count, the
-// database's SHA-256 and its logical content hash (`litectl hash`).
+// SHA-256 of the database file (snapshot version 1, repository versions 1
+// and 2) or of its page ids in order (snapshot version 2, repository version
+// 3), and its logical content hash (`litectl hash`).
 import Foundation
 
 public struct Snapshot: Sendable {
@@ -21,8 +23,11 @@ public struct Snapshot: Sendable {
     public var list: String
     /// The snapshot whose page list the delta was made against (nil for the first).
     public var parent: String?
-    /// SHA-256 of the database bytes (page 1 to the last page).
-    public var databaseSHA256: String
+    /// SHA-256 of the database bytes (page 1 to the last page): snapshot version 1.
+    public var databaseSHA256: String?
+    /// SHA-256 of the page ids, 32 bytes each, page 1 to the last page:
+    /// snapshot version 2 (`PagesDigest`). A snapshot has one or the other.
+    public var pagesSHA256: String?
     /// `litectl hash` of the database.
     public var logicalHash: String
     /// Header facts: text encoding, user_version, application_id, schema format, journal mode, ...
@@ -38,7 +43,7 @@ public struct Snapshot: Sendable {
 
     public var json: JSON {
         .object([
-            ("format", .string(Self.format)), ("version", .integer(1)),
+            ("format", .string(Self.format)), ("version", .integer(pagesSHA256 == nil ? 1 : 2)),
             ("id", .string(id)),
             ("database", .string(database)), ("path", .string(path)), ("hostname", .string(hostname)),
             ("time", .string(Timestamp.iso8601(time))), ("time_unix", .number(time)),
@@ -46,7 +51,8 @@ public struct Snapshot: Sendable {
             ("page_size", .integer(Int64(pageSize))), ("page_count", .integer(Int64(pageCount))),
             ("bytes", .integer(Int64(pageSize) * Int64(pageCount))),
             ("list", .string(list)), ("parent", .optional(parent) { .string($0) }),
-            ("database_sha256", .string(databaseSHA256)), ("logical_hash", .string(logicalHash)),
+        ] + (pagesSHA256.map { [("pages_sha256", JSON.string($0))] } ?? [("database_sha256", .string(databaseSHA256 ?? ""))]) + [
+            ("logical_hash", .string(logicalHash)),
             ("header", .object(header)),
             ("pages_new", .integer(Int64(pagesNew))), ("bytes_added", .integer(bytesAdded)),
             ("duration_seconds", .number((durationSeconds * 1000).rounded() / 1000)),
@@ -64,7 +70,8 @@ public struct Snapshot: Sendable {
         func damaged(_ detail: String) -> StoreError { StoreError(.other, location: what, message: "damaged snapshot: \(detail)") }
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
               object["format"] as? String == format else { throw damaged("not a litectl snapshot") }
-        guard (object["version"] as? NSNumber)?.intValue == 1 else { throw damaged("unknown version") }
+        let version = (object["version"] as? NSNumber)?.intValue
+        guard version == 1 || version == 2 else { throw damaged("unknown version") }
         func string(_ key: String) throws -> String {
             guard let s = object[key] as? String else { throw damaged("field \(key)") }
             return s
@@ -85,12 +92,36 @@ public struct Snapshot: Sendable {
             time: try number("time_unix").doubleValue, tags: object["tags"] as? [String] ?? [],
             pageSize: try number("page_size").intValue, pageCount: try number("page_count").intValue,
             list: try string("list"), parent: object["parent"] as? String,
-            databaseSHA256: try string("database_sha256"), logicalHash: try string("logical_hash"),
+            databaseSHA256: version == 1 ? try string("database_sha256") : nil,
+            pagesSHA256: version == 2 ? try string("pages_sha256") : nil, logicalHash: try string("logical_hash"),
             header: header, pagesNew: try number("pages_new").intValue, bytesAdded: try number("bytes_added").int64Value,
             durationSeconds: try number("duration_seconds").doubleValue, strategy: try string("strategy"),
             verification: try string("verification"))
         guard (512...65536).contains(snapshot.pageSize), snapshot.pageSize & (snapshot.pageSize - 1) == 0,
               snapshot.pageCount >= 0, PageID(hex: snapshot.list) != nil else { throw damaged("page size, count or list") }
+        guard (snapshot.databaseSHA256 ?? snapshot.pagesSHA256).flatMap({ Hex.decode($0) })?.count == 32 else {
+            throw damaged(version == 1 ? "field database_sha256" : "field pages_sha256")
+        }
         return snapshot
+    }
+}
+
+/// The SHA-256 of a snapshot's page ids in page order (32 bytes each, as
+/// stored): what a version-2 snapshot records in place of the file's
+/// SHA-256. A file whose every page hashes to the id at its place in a list
+/// with this digest is, page for page, the file the backup read.
+struct PagesDigest {
+    private var hasher = SHA256Hasher()
+    init() {}
+    mutating func add(_ id: PageID) {
+        var words = (id.a.bigEndian, id.b.bigEndian, id.c.bigEndian, id.d.bigEndian)
+        withUnsafeBytes(of: &words) { hasher.update($0) }
+    }
+    func finalizeHex() -> String { hasher.finalizeHex() }
+
+    static func of<S: Sequence>(_ ids: S) -> String where S.Element == PageID {
+        var digest = PagesDigest()
+        for id in ids { digest.add(id) }
+        return digest.finalizeHex()
     }
 }

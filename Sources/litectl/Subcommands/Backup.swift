@@ -65,7 +65,8 @@ struct Backup: ParsableCommand {
             SRC becomes a snapshot in that repository: the same hot copy (into a temporary \
             file under $TMPDIR), then each page hashed and only the pages the repository \
             lacks compressed into pack files; the snapshot records the page list, the \
-            database's SHA-256 and its logical hash (litectl hash). --tag labels snapshots; \
+            SHA-256 of its page ids (of the file, in repositories before version 3) and \
+            the logical hash (litectl hash). --tag labels snapshots; \
             --keep-* forgets older snapshots of the databases just backed up (prune frees \
             their pages); -j backs up several databases at once. -v (or a terminal on \
             stdout) prints pages read, new pages, bytes added and time per database; --json \

@@ -29,9 +29,10 @@ struct Restore: ParsableCommand {
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
             with --db NAME (the database's file name or path) and --at TIME (the newest \
             snapshot at or before TIME, UTC). The file is rebuilt in a temporary file beside \
-            TARGET, then its SHA-256 and logical hash are compared with the snapshot's (a \
-            SHA-256 that differs has each page checked against its id, and the error names \
-            the damaged pack), before it lands as above: the file is proven to \
+            TARGET, then each page is checked against its id and the ids' SHA-256 against \
+            the snapshot's (the file's SHA-256 for snapshots of repositories before version \
+            3), and its logical hash against the snapshot's (a damaged page names its \
+            pack), before it lands as above: the file is proven to \
             be, byte for byte, the copy the backup made and checked (quick_check by \
             default, as the snapshot's verification says). --verify quick or full runs \
             quick_check or integrity_check on it again (a restore drill); without it, \

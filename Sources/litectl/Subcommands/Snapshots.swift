@@ -12,7 +12,8 @@ struct Snapshots: ParsableCommand {
             repository by that backup, tags. DB filters by database name or path. --json \
             prints one JSON object per snapshot (JSON Lines) with every recorded field: \
             id, database, path, hostname, time, time_unix, tags, page_size, page_count, \
-            bytes, list, parent, database_sha256, logical_hash, header, pages_new, \
+            bytes, list, parent, pages_sha256 (database_sha256 before repository version 3), \
+            logical_hash, header, pages_new, \
             bytes_added, duration_seconds, strategy, verification.
             """)
 
