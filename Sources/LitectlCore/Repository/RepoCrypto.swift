@@ -103,10 +103,11 @@ struct RepoKeys: @unchecked Sendable {
     var encrypted: Bool { encryption != nil }
 
     func pageID(_ page: UnsafeRawBufferPointer) -> PageID {
+        // Read in place: no array per page (this runs once for every page backed up).
         if let mac {
-            return PageID(digest: HMAC<SHA256>.authenticationCode(for: page, using: mac))
+            return HMAC<SHA256>.authenticationCode(for: page, using: mac).withUnsafeBytes { PageID(bytes: $0) }
         }
-        return PageID(digest: SHA256.hash(data: page))
+        return SHA256.hash(data: page).withUnsafeBytes { PageID(bytes: $0) }
     }
 
     /// nonce ‖ ciphertext ‖ tag, or the bytes as they are.
