@@ -181,9 +181,9 @@ def restore():
             w = statistics.median(p["phases"][0]["end"] for p in ps)
             rest = statistics.median(p["exit"] - p["phases"][0]["end"] for p in ps)
             print(f"   {dict(RESTORES)[key]} phases (medians): pages fetched and written until {w:.2f} s, then {rest:.2f} s to exit "
-                  f"(the logical hash beside the fsync, SHA-256{' and integrity_check' if 'full' in key else ''})")
-    print("   litectl restore fsyncs the file and checks its SHA-256 (which proves every page; each page is checked against")
-    print("   its id only when it differs, to name the damaged pack) and its logical hash (the copy passed quick_check at")
+                  f"(the logical hash beside the fsync, each page against its id{' and integrity_check' if 'full' in key else ''})")
+    print("   litectl restore fsyncs the file, checks each page against its id and the ids' SHA-256 against the snapshot's")
+    print("   (repository format 3; before it, the file's SHA-256), and its logical hash (the copy passed quick_check at")
     print("   backup time); --verify full also runs integrity_check on it. The logical hash")
     print("   takes the row sums of pages the last backup on this host decoded from its cache (LITECTL_CACHE_DIR); on another")
     print("   host every row is decoded (the second line, run with LITECTL_CACHE_DIR empty).")
