@@ -50,8 +50,8 @@ final class RepositoryTests: XCTestCase {
     }
 
     /// A repository holding one backup of a.db, made by `sql`, and the key of its first pack.
-    func oneBackup(_ folder: TemporaryFolder, _ sql: String) throws -> (Repository, RepoBackupOutcome, FolderStore, String) {
-        let repository = try makeRepo(folder)
+    func oneBackup(_ folder: TemporaryFolder, _ sql: String, version: Int = Repository.version) throws -> (Repository, RepoBackupOutcome, FolderStore, String) {
+        let repository = try makeRepo(folder, version: version)
         let db = folder.file("a.db")
         try makeDatabase(db, sql)
         let outcome = try backup(db, repository)
@@ -83,13 +83,13 @@ final class RepositoryTests: XCTestCase {
             if version == 3 { wrongSHA.pagesSHA256 = String(repeating: "0", count: 64) } else { wrongSHA.databaseSHA256 = String(repeating: "0", count: 64) }
             wrongSHA.logicalHash = wrongHash.logicalHash  // the SHA-256 is named first
             for (doctored, message) in [(wrongHash, "logical hash differs"),
-                                        (wrongSHA, version == 3 ? "page ids' SHA-256 does not match snapshot" : "file's SHA-256 does not match snapshot")] {
+                                        (wrongSHA, version == 3 ? "does not match snapshot \(snapshot.shortID)'s pages_sha256" : "file's SHA-256 does not match snapshot \(snapshot.shortID)")] {
                 let target = folder.file("restored.db")
                 XCTAssertThrowsError(try RepoRestore.run(RepoRestoreRequest(snapshot: doctored, target: target), repository: repository)) {
                     XCTAssertTrue("\($0)".contains(message), "\($0)")
-                    if message.contains("SHA-256") {
+                    if message.contains("sha256") || message.contains("SHA-256") {
                         // Every page is its id's: the list or the snapshot is named instead of a pack.
-                        XCTAssertTrue("\($0)".contains("every page matches its id") && "\($0)".contains("lists/" + snapshot.list), "\($0)")
+                        XCTAssertTrue("\($0)".contains("matches its id") && "\($0)".contains("lists/" + snapshot.list), "\($0)")
                     }
                 }
                 XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["app.db"])
@@ -139,6 +139,12 @@ final class RepositoryTests: XCTestCase {
                 try restore(snapshot, repository, to: target)
                 try assertIsTheRecordedFile(target, snapshot)
             }
+            // The second list is a delta: a mismatch names it and its base.
+            var doctored = second
+            if version == 3 { doctored.pagesSHA256 = String(repeating: "0", count: 64) } else { doctored.databaseSHA256 = String(repeating: "0", count: 64) }
+            XCTAssertThrowsError(try restore(doctored, repository, to: folder.file("doctored.db"))) {
+                XCTAssertTrue("\($0)".contains("lists/\(second.list) (a delta on ") && "\($0)".contains("lists/\(first.list))"), "\($0)")
+            }
             XCTAssertEqual(try ContentHasher.hash(path: folder.file("back\(version)-0.db")).digest, before)
             XCTAssertEqual(try ContentHasher.hash(path: folder.file("back\(version)-1.db")).digest, try ContentHasher.hash(path: db).digest)
             XCTAssertTrue(try readAll(repository).problems.isEmpty)
@@ -166,7 +172,8 @@ final class RepositoryTests: XCTestCase {
         XCTAssertEqual(report.problems.map(\.object), ["lists/" + first.list], "\(report.problems.map(\.message))")
         XCTAssertEqual(report.damagedSnapshots, [first.id])
         XCTAssertThrowsError(try restore(first, repository, to: folder.file("back.db"))) {
-            XCTAssertTrue("\($0)".contains("page ids' SHA-256 does not match snapshot \(first.shortID)") && "\($0)".contains("every page matches its id"), "\($0)")
+            XCTAssertTrue("\($0)".contains("page ids in \(folder.file("repo/lists/") + first.list) does not match snapshot \(first.shortID)'s pages_sha256")
+                          && "\($0)".contains("every page of the rebuilt file matches its id"), "\($0)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file("back.db")))
     }
@@ -387,6 +394,9 @@ final class RepositoryTests: XCTestCase {
         for version in [2, 3] {
             let fromWrites = try run(writes: true, "w\(version)", version: version), fromScan = try run(writes: false, "s\(version)", version: version)
             XCTAssertEqual(fromWrites.map { $0.snapshot.pagesSHA256 != nil }, [version == 3, version == 3])
+            // Each way was taken (the copy's writes are followed with or without the file's SHA-256).
+            XCTAssertEqual(fromWrites.map(\.pagesFromWrites), [true, true], "version \(version)")
+            XCTAssertEqual(fromScan.map(\.pagesFromWrites), [false, false], "version \(version)")
             for (a, b) in zip(fromWrites, fromScan) {
                 XCTAssertEqual(a.snapshot.databaseSHA256, b.snapshot.databaseSHA256)
                 XCTAssertEqual(a.snapshot.pagesSHA256, b.snapshot.pagesSHA256)
@@ -428,31 +438,37 @@ final class RepositoryTests: XCTestCase {
     /// are. In blobs without zstd's content checksum (as litectl wrote them
     /// before 2026-11-26) the pack still decompresses, to other page content:
     /// restore does not check pages against their ids as it writes them, so it
-    /// is the file's SHA-256 that differs; then each page is checked, and the
-    /// error names the pack and the first damaged page. Blobs written now carry
-    /// the checksum, and the same damage stops the restore at that pack. Either
-    /// way nothing is left beside the target, and verify names the snapshot.
+    /// is found once the file is written (version 3: its pages against their
+    /// ids; version 2: the file's SHA-256 differs, then each page is checked),
+    /// and the error names the pack and the first damaged page. Blobs written
+    /// now carry the checksum, and the same damage stops the restore at that
+    /// pack. Either way nothing is left beside the target, and verify names
+    /// the snapshot.
     func testAPackThatDecompressesToOtherPagesIsNamed() throws {
-        for checksum in [false, true] {
-            ZstdCompressor.contentChecksum = checksum
-            defer { ZstdCompressor.contentChecksum = true }
-            let folder = try TemporaryFolder("repo")
-            let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;")
-            var bytes = try store.get(pack)
-            // Random rows do not compress: zstd stores them as they are, and
-            // without the checksum a flipped byte still decompresses.
-            bytes[bytes.count / 2] ^= 0x01
-            try store.put(pack, bytes)
-            let target = folder.file("restored.db")
-            XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
-                XCTAssertTrue(error is StoreError, "\(error)")
-                let text = "\(error)"
-                let expected = checksum ? "cannot decompress" : "damaged pack: page "
-                XCTAssertTrue(text.contains(pack) && text.contains(expected), "checksum \(checksum): \(text)")
-                if !checksum { XCTAssertTrue(text.contains("does not match its id"), text) }
+        for version in [2, 3] {
+            for checksum in [false, true] {
+                ZstdCompressor.contentChecksum = checksum
+                defer { ZstdCompressor.contentChecksum = true }
+                let folder = try TemporaryFolder("repo")
+                let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;",
+                                                                       version: version)
+                XCTAssertEqual(outcome.snapshot.pagesSHA256 != nil, version == 3)
+                var bytes = try store.get(pack)
+                // Random rows do not compress: zstd stores them as they are, and
+                // without the checksum a flipped byte still decompresses.
+                bytes[bytes.count / 2] ^= 0x01
+                try store.put(pack, bytes)
+                let target = folder.file("restored.db")
+                XCTAssertThrowsError(try restore(outcome.snapshot, repository, to: target)) { error in
+                    XCTAssertTrue(error is StoreError, "\(error)")
+                    let text = "\(error)"
+                    let expected = checksum ? "cannot decompress" : "damaged pack: page "
+                    XCTAssertTrue(text.contains(pack) && text.contains(expected), "checksum \(checksum): \(text)")
+                    if !checksum { XCTAssertTrue(text.contains("does not match its id"), text) }
+                }
+                XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
+                XCTAssertEqual(try readAll(repository).damagedSnapshots, [outcome.snapshot.id])
             }
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix("repo") }.sorted(), ["a.db"])
-            XCTAssertEqual(try readAll(repository).damagedSnapshots, [outcome.snapshot.id])
         }
     }
 

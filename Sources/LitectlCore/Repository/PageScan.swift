@@ -23,6 +23,8 @@ struct PageScan {
     var sha256 = ""
     var firstPage: [UInt8]?
     var writer: PackWriter
+    /// The ids came from the copy's writes (`storeCollected`), not a scan of it.
+    var fromWrites = false
 }
 
 /// Where a page goes: the index (by position), this run's new pages, or the
@@ -172,6 +174,7 @@ extension RepoBackup {
         guard pageSize >= 512, Int(info.st_size) % pageSize == 0, collector.next == pageCount + 1, !collector.broken else { return nil }
         var scan = PageScan(pageSize: pageSize, pageCount: pageCount, writer: writer)
         scan.sha256 = sha256
+        scan.fromWrites = true
         func readPages(_ first: Int, _ count: Int, into buffer: inout [UInt8], at start: Int = 0) throws {
             let want = count * pageSize
             var got = 0
@@ -299,14 +302,15 @@ extension RepoBackup {
             }
             if page == 0 { scan.firstPage = Array(buffer[0..<pageSize]) }
             buffer.withUnsafeBytes { all in
-                // The file's SHA-256 on one thread, the page ids on the others.
+                // The file's SHA-256 (before version 3) on one thread, the page ids on the others.
                 nonisolated(unsafe) let chunk = UnsafeRawBufferPointer(rebasing: all[0..<want])
-                let idWorkers = max(1, workers - 1)
+                let hashesFile = !repository.recordsPagesDigest
+                let idWorkers = hashesFile ? max(1, workers - 1) : workers
                 ids.withUnsafeMutableBufferPointer { out in
                     nonisolated(unsafe) let out = out
                     nonisolated(unsafe) var h = hasher
-                    DispatchQueue.concurrentPerform(iterations: idWorkers + 1) { w in
-                        if w == idWorkers { if !repository.recordsPagesDigest { h.update(chunk) }; return }
+                    DispatchQueue.concurrentPerform(iterations: idWorkers + (hashesFile ? 1 : 0)) { w in
+                        if w == idWorkers { h.update(chunk); return }
                         for k in stride(from: w, to: n, by: idWorkers) {
                             out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: chunk[k * pageSize..<(k + 1) * pageSize]))
                         }

@@ -43,6 +43,9 @@ public struct RepoBackupOutcome: Sendable {
     /// took from the last backup of the database (both 0 when it was not summed page by page).
     public var hashPagesDecoded = 0
     public var hashPagesReused = 0
+    /// Whether the pages' ids came from the copy's writes (the usual case),
+    /// rather than from a scan of the whole copy.
+    public var pagesFromWrites = false
 }
 
 /// The repository's index as this process knows it, shared by the backups a
@@ -236,7 +239,7 @@ public enum RepoBackup {
         return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.pageCount, pagesNew: scan.newPages,
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds, hashPagesDecoded: rowSums?.decoded ?? 0,
-                                 hashPagesReused: rowSums?.reused ?? 0)
+                                 hashPagesReused: rowSums?.reused ?? 0, pagesFromWrites: scan.fromWrites)
     }
 
     /// Writes the snapshot's page list: a delta on the parent's full list when

@@ -85,8 +85,8 @@ public enum RepoRestore {
         switch proof {
         case .proven: break
         case .damagedPack(let damage): throw damage
-        case .listDiffers(let what):
-            throw DatabaseError(code: .corrupt, message: "the rebuilt file's \(what) does not match snapshot \(snapshot.shortID)'s, though every page matches its id in the page list \(repository.objectName("lists/" + snapshot.list)): the list or the snapshot is damaged; nothing restored", path: request.target)
+        case .listDiffers:
+            throw DatabaseError(code: .corrupt, message: listMismatch(snapshot, repository: repository) + "; nothing restored", path: request.target)
         }
         if let facts, !facts.passed {
             throw DatabaseError(code: .corrupt, message: "the rebuilt database fails \(level == .quick ? "quick_check" : "integrity_check"), nothing restored: \(facts.checkResult)", path: request.target)
@@ -274,8 +274,8 @@ public enum RepoRestore {
         /// A page differs from its id: the error names its pack.
         case damagedPack(StoreError)
         /// Every page matches its id, yet the digest the snapshot recorded
-        /// (named: "SHA-256" of the file, or "page ids' SHA-256") differs.
-        case listDiffers(String)
+        /// (the file's SHA-256, or the page ids') differs.
+        case listDiffers
     }
 
     /// Proves the rebuilt file to be the one the snapshot recorded: for a
@@ -285,10 +285,15 @@ public enum RepoRestore {
     static func prove(_ path: String, snapshot: Snapshot, ids: [PageID], packs: PagePacks,
                       repository: Repository) throws -> Proof {
         if let recorded = snapshot.pagesSHA256 {
+            // The pages checked are those the list names: the file must hold no more.
+            var info = stat()
+            guard stat(path, &info) == 0, Int64(info.st_size) == Int64(ids.count) * Int64(snapshot.pageSize) else {
+                throw DatabaseError(code: .ioerr, message: "the rebuilt file is not \(ids.count) pages long", path: path)
+            }
             if let damage = try damagedPacks(path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) {
                 return .damagedPack(damage)
             }
-            return Array(PagesDigest.of(ids).utf8) == Array(recorded.utf8) ? .proven : .listDiffers("page ids' SHA-256")
+            return Array(PagesDigest.of(ids).utf8) == Array(recorded.utf8) ? .proven : .listDiffers
         }
         let digest = try FileStreams.digest(of: path)
         if Array(digest.sha256.utf8) == Array((snapshot.databaseSHA256 ?? "").utf8) { return .proven }
@@ -296,7 +301,21 @@ public enum RepoRestore {
         if let damage = try damagedPacks(path, ids: ids, packs: packs, pageSize: snapshot.pageSize, repository: repository) {
             return .damagedPack(damage)
         }
-        return .listDiffers("SHA-256")
+        return .listDiffers
+    }
+
+    /// The one line that says a snapshot and its page list disagree, every
+    /// page matching its id: the list (and its base, for a delta) or the
+    /// snapshot is damaged, or a list was swapped for another.
+    /// (`verify` says it without the rebuilt file, which it does not make.)
+    static func listMismatch(_ snapshot: Snapshot, repository: Repository, rebuilt: Bool = true) -> String {
+        let keys = (try? repository.listKeys(of: snapshot)) ?? ["lists/" + snapshot.list]
+        let lists = keys.count > 1 ? "\(repository.objectName(keys[0])) (a delta on \(repository.objectName(keys[1])))" : repository.objectName(keys[0])
+        if snapshot.pagesSHA256 != nil {
+            return "the SHA-256 of the page ids in \(lists) does not match snapshot \(snapshot.shortID)'s pages_sha256"
+                + (rebuilt ? ", though every page of the rebuilt file matches its id there" : "") + ": the list or the snapshot is damaged"
+        }
+        return "the rebuilt file's SHA-256 does not match snapshot \(snapshot.shortID)'s, though every page matches its id in the page list \(lists): the list or the snapshot is damaged"
     }
 
     /// Each page of the rebuilt file against its id

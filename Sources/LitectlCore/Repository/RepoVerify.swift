@@ -163,8 +163,9 @@ public enum RepoVerify {
                 report.problems.append(RepoProblem(object: "snapshots/" + snapshot.id, message: "\(missing) page(s) not in the index", snapshots: [snapshot.id]))
             } else if let recorded = snapshot.pagesSHA256,
                       Array(PagesDigest.of(positions.lazy.map { index.entries[Int($0)].id }).utf8) != Array(recorded.utf8) {
-                // A version-2 snapshot records its ids' digest: the list is checked against it.
-                report.problems.append(RepoProblem(object: "lists/" + snapshot.list, message: "page list does not match snapshot \(snapshot.shortID)'s page ids' SHA-256",
+                // A version-2 snapshot records its ids' digest: the list is checked against it
+                // (when a page is missing from the index, that is the problem reported).
+                report.problems.append(RepoProblem(object: "lists/" + snapshot.list, message: RepoRestore.listMismatch(snapshot, repository: repository, rebuilt: false),
                                                    snapshots: [snapshot.id]))
             }
             for key in hitPacks {

@@ -30,8 +30,9 @@ struct Verify: ParsableCommand {
             a database, failed check, missing beside its manifest), 2 a backup could not \
             be checked (missing without a manifest, unreadable, no room to decompress).
             
-            With --repo URL, verifies a repository instead: every snapshot's page list loads \
-            and each of its pages is in the index, and every pack the index names exists \
+            With --repo URL, verifies a repository instead: every snapshot's page list loads, \
+            each of its pages is in the index and (repository format 3) the SHA-256 of its \
+            page ids is the snapshot's, and every pack the index names exists \
             and is long enough; --read-data reads every pack back and rehashes every page \
             (--read-data-subset PCT: a random PCT% of the packs). Each problem is one BAD \
             line naming the object and the snapshots it damages; exit status 1. Packs no \
