@@ -179,12 +179,19 @@ final class PageRowSums {
         results.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out, pages = pages
             nonisolated(unsafe) let sums = self
+            // Pages are taken 8 at a time as workers come free (another thread
+            // may hold a core meanwhile, so a fixed share each would wait on the slowest).
+            let next = Locked(0)
             DispatchQueue.concurrentPerform(iterations: n) { w in
                 let digester = RowDigester()
                 let decoders = w == 0 ? sums.decoders : sums.workerDecoders[w - 1]
-                for k in stride(from: w, to: pages.count, by: n) {
-                    let page = pages[k], t = Int(sums.owner[page.p]) - 1
-                    out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, digester: digester) }
+                while true {
+                    let from = next.withLock { k -> Int in k += 8; return k - 8 }
+                    guard from < pages.count else { return }
+                    for k in from..<min(from + 8, pages.count) {
+                        let page = pages[k], t = Int(sums.owner[page.p]) - 1
+                        out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, digester: digester) }
+                    }
                 }
             }
         }

@@ -108,8 +108,13 @@ final class BlobBuilder {
         let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
         let repository = self.repository
         let compressors = self.compressors
+        // Blobs are taken one at a time as workers come free (quick_check may
+        // hold a core meanwhile, so a fixed share each would wait on the slowest).
+        let next = Locked(0)
         DispatchQueue.concurrentPerform(iterations: n) { w in
-            for j in stride(from: w, to: blobs.count, by: n) {
+            while true {
+                let j = next.withLock { k -> Int in k += 1; return k - 1 }
+                guard j < blobs.count else { return }
                 do {
                     let blob = try blobs[j].pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
                     made.withLock { $0[j] = blob }
