@@ -144,7 +144,7 @@ struct Restore: ParsableCommand {
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
-                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages; SHA-256 and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
+                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages; \(snapshot.pagesSHA256 == nil ? "SHA-256" : "every page matches its id; the ids' SHA-256") and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
             }
         } catch {
             bar.clear()
