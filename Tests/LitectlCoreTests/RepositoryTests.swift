@@ -407,6 +407,69 @@ final class RepositoryTests: XCTestCase {
         }
     }
 
+    /// A WAL source with commits still in its -wal (a writer holds it open):
+    /// its pages are read from the source's snapshot, the temporary copy
+    /// keeping only page 1, and the snapshots are those of whole copies (the
+    /// same pages, digests and logical hashes); each restores to the source
+    /// as it was. A rollback-journal source is copied whole.
+    func testAWALSourceIsReadFromItsSnapshot() throws {
+        let folder = try TemporaryFolder("repo")
+        let db = folder.file("a.db")
+        try makeDatabase(db, """
+            PRAGMA page_size=2048; PRAGMA journal_mode=wal;
+            CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, b BLOB);
+            CREATE TABLE w(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)
+            INSERT INTO t SELECT x, printf('%.40d', x), CASE WHEN x % 97 = 0 THEN randomblob(5000) END FROM c;
+            INSERT INTO w SELECT v, id FROM t;
+            """)
+        // A writer that keeps its commits in the -wal (no checkpoint) while the backups run.
+        let writer = try Connection(path: db, mode: .readWrite)
+        defer { try? writer.close() }
+        try writer.execute("PRAGMA wal_autocheckpoint=0")
+        let steps = [
+            "UPDATE t SET v = v || '!' WHERE id % 31 = 0; INSERT INTO t(v, b) VALUES ('new', randomblob(9000))",
+            "DELETE FROM w WHERE v % 13 = 0; UPDATE t SET b = randomblob(3000) WHERE id % 101 = 0",
+            "INSERT INTO t(v) SELECT v || '+' FROM t WHERE id % 5 = 0",
+        ]
+        func repo(_ name: String) throws -> Repository {
+            let store = FolderStore(path: folder.file(name))
+            try store.createRoot()
+            return try Repository.initialize(store, secret: nil, version: Repository.version)
+        }
+        let kept = try repo("kept"), whole = try repo("whole")
+        for (n, sql) in steps.enumerated() {
+            try writer.execute(sql)
+            let walSize = (try FileManager.default.attributesOfItem(atPath: db + "-wal")[.size] as? Int) ?? 0
+            XCTAssertGreaterThan(walSize, 0, "the -wal holds commits")
+            let a = try backup(db, kept)
+            RepoBackup.readsSourceSnapshot = false
+            defer { RepoBackup.readsSourceSnapshot = true }
+            let b = try backup(db, whole)
+            XCTAssertTrue(a.pagesFromSource, "step \(n)")
+            XCTAssertTrue(a.checkedDuringCopy, "step \(n)")
+            XCTAssertTrue(a.snapshot.verification.hasSuffix("quick_check ok"), a.snapshot.verification)
+            XCTAssertFalse(b.pagesFromSource, "step \(n)")
+            XCTAssertTrue(a.pagesFromWrites && b.pagesFromWrites)
+            XCTAssertEqual(a.snapshot.pagesSHA256, b.snapshot.pagesSHA256)
+            XCTAssertEqual(a.snapshot.logicalHash, b.snapshot.logicalHash)
+            XCTAssertEqual(a.snapshot.logicalHash, try ContentHasher.hash(path: db).digest)
+            XCTAssertEqual(a.pagesNew, b.pagesNew)
+            if n > 0 { XCTAssertGreaterThan(a.hashPagesReused, 0) }
+            let out = folder.file("back-\(n).db")
+            try restore(a.snapshot, kept, to: out)
+            try assertIsTheRecordedFile(out, a.snapshot)
+            XCTAssertEqual(try sqlite3Scalar(out, "PRAGMA integrity_check"), "ok")
+            XCTAssertEqual(try ContentHasher.hash(path: out).digest, a.snapshot.logicalHash)
+        }
+        XCTAssertTrue(try readAll(kept).problems.isEmpty)
+        // No copy is left, and a rollback-journal source is copied whole.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(RepoBackup.temporaryStem) }, [])
+        let plain = folder.file("plain.db")
+        try makeDatabase(plain, "CREATE TABLE t(x); INSERT INTO t VALUES (1), (x'00'), (2.5);")
+        XCTAssertFalse(try backup(plain, kept).pagesFromSource)
+    }
+
     /// Damaged packs (flipped, cut, replaced bytes) make restore fail with a
     /// one-line error, never a crash or a wrong file, and verify names them.
     func testDamagedPacksFailRestoreCleanly() throws {

@@ -165,6 +165,12 @@ public enum BackupJob {
     public static func inspect(_ path: String, verify: VerifyLevel) throws -> CopyFacts {
         let connection = try Connection(path: path, mode: .readOnly, immutable: true)
         defer { try? connection.close() }
+        return try inspect(connection, verify: verify)
+    }
+
+    /// The same facts and check for the database `connection` reads (in the
+    /// read transaction it may be in: a source whose snapshot was copied).
+    static func inspect(_ connection: Connection, verify: VerifyLevel) throws -> CopyFacts {
         func integer(_ sql: String) throws -> Int64 {
             if case .integer(let n)? = try connection.scalar(sql) { return n }
             return 0
@@ -233,6 +239,39 @@ enum Concurrently {
         init(_ work: @escaping () throws -> T) { self.work = work }
         func runWork() { result = Result { try work() } }
     }
+
+    /// Work started on a thread of its own, whose result `wait` gives (the
+    /// thread is joined then, or when the handle goes away unwaited).
+    final class Pending<T>: @unchecked Sendable {
+        private let box: Box<T>
+        private var thread = pthread_t()
+        private var joined = false
+
+        fileprivate init(_ work: @escaping () throws -> T) {
+            box = Box(work)
+            let context = Unmanaged.passRetained(box as AnyObject).toOpaque()
+            let rc = pthread_create(&thread, nil, { raw in
+                let object = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
+                (object as! any Runnable).runWork()
+                return nil
+            }, context)
+            if rc != 0 {
+                Unmanaged<AnyObject>.fromOpaque(context).release()
+                box.runWork()
+                joined = true
+            }
+        }
+
+        func wait() throws -> T {
+            if !joined { pthread_join(thread, nil); joined = true }
+            return try box.result!.get()
+        }
+
+        deinit { if !joined { pthread_join(thread, nil) } }
+    }
+
+    /// Starts `work` on another thread (on this one when none can be started).
+    static func start<T>(_ work: @escaping () throws -> T) -> Pending<T> { Pending(work) }
 
     /// Runs `background` on another thread and `foreground` on this one, waits
     /// for both, and returns both results; an error of the foreground is

@@ -4,6 +4,8 @@
 // fsync before the rename has little left to do and a busy disk never stalls
 // the copy; and, when asked, each chunk is hashed on a second thread while
 // SQLite goes on copying, so the manifest's SHA-256 needs no second pass.
+// A scratch copy whose pages the caller reads elsewhere may keep only its
+// first bytes (`keepOnly`): the rest is hashed, then dropped.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -86,6 +88,22 @@ final class CoalescedWriter: @unchecked Sendable {
     /// SQLITE_OK, or the first write error.
     var failure: Int32 { locked { failureCode } }
 
+    /// Bytes from this offset on are not written (`keepOnly`): Int64.max while everything is.
+    private(set) var keptBelow = Int64.max
+    /// The size the file would have had every write landed (SQLite's thread only).
+    private(set) var logicalSize: Int64 = 0
+
+    /// Writes only the first `bytes` of the file from now on; the rest of
+    /// every write is dropped (after hashing, when asked). For a copy whose
+    /// pages the caller reads from elsewhere: a read of a dropped range
+    /// fails (see `CoalescingVFS`). Call before the first write.
+    func keepOnly(first bytes: Int64) { keptBelow = bytes }
+
+    /// Whether `count` bytes at `offset` were dropped (in part or whole) and so cannot be read back.
+    func dropped(_ count: Int, at offset: Int64) -> Bool {
+        offset + Int64(count) > keptBelow && offset < logicalSize
+    }
+
     /// Computes the file's SHA-256 from its writes (on a second thread when
     /// one can be started); call before the first write.
     func hashWrites(_ expected: WrittenFileDigest) {
@@ -96,6 +114,7 @@ final class CoalescedWriter: @unchecked Sendable {
     /// `count` bytes written at `offset`: gathered, or the current chunk is
     /// handed on first when they do not continue it. SQLITE_OK or the sticky error.
     func append(_ bytes: UnsafeRawPointer, count: Int, at offset: Int64) -> Int32 {
+        logicalSize = max(logicalSize, offset + Int64(count))
         if length > 0 && (offset != start + Int64(length) || length + count > Self.bufferSize) {
             let rc = handOn(); if rc != SQLITE_OK { return rc }
         }
@@ -103,7 +122,7 @@ final class CoalescedWriter: @unchecked Sendable {
             // Larger than a chunk (SQLite writes pages, so not expected): written as it is.
             let rc = flush(); if rc != SQLITE_OK { return rc }
             waitUntilHashed()
-            let written = Self.writeAll(descriptor, bytes, count: count, at: offset)
+            let written = put(bytes, count: count, at: offset)
             return locked {
                 digest?.wrote(UnsafeRawBufferPointer(start: bytes, count: count), at: offset)
                 if failureCode == SQLITE_OK { failureCode = written }
@@ -130,6 +149,7 @@ final class CoalescedWriter: @unchecked Sendable {
 
     /// The file is being truncated to `size` (after `flush`).
     func truncated(to size: Int64) {
+        logicalSize = size
         waitUntilHashed()
         locked { digest?.truncated(to: size) }
     }
@@ -161,7 +181,7 @@ final class CoalescedWriter: @unchecked Sendable {
         let chunk = Chunk(buffer: current, offset: start, length: length)
         length = 0
         if thread == nil {
-            let rc = Self.writeAll(descriptor, buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
+            let rc = put(buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
             return locked {
                 if rc == SQLITE_OK { wroteLocked(chunk.offset, chunk.length) }
                 if failureCode == SQLITE_OK { failureCode = rc }
@@ -188,7 +208,7 @@ final class CoalescedWriter: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
         var rc = SQLITE_OK
         if !failed {
-            rc = Self.writeAll(descriptor, buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
+            rc = put(buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
         }
         pthread_mutex_lock(mutex)
         if rc == SQLITE_OK && !failed { wroteLocked(chunk.offset, chunk.length) }
@@ -253,6 +273,12 @@ final class CoalescedWriter: @unchecked Sendable {
             }
         }
         pthread_mutex_unlock(mutex)
+    }
+
+    /// Writes what lies below `keptBelow` of `count` bytes at `offset`.
+    private func put(_ bytes: UnsafeRawPointer, count: Int, at offset: Int64) -> Int32 {
+        guard offset < keptBelow else { return SQLITE_OK }
+        return Self.writeAll(descriptor, bytes, count: Int(min(Int64(count), keptBelow - offset)), at: offset)
     }
 
     /// `pwrite` of all `count` bytes; SQLITE_FULL for a full disk or a file-size limit.

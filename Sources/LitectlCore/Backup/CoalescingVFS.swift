@@ -5,6 +5,10 @@
 // write at 128 KiB, so the chunks are written through a descriptor of our own
 // on the same file.) Every other file method first writes the pending chunk,
 // so SQLite never sees the file behind its own writes.
+// A writer may also be told to keep only the first bytes of the file (a
+// repository backup of a WAL source reads the pages from the source's
+// snapshot instead): the file then reports the size written, and a read of
+// a dropped range fails rather than returning zeros.
 // Used only for backup destinations (temporary files nothing else opens).
 // See https://www.sqlite.org/vfs.html
 import CSQLite
@@ -72,6 +76,8 @@ enum CoalescingVFS {
         }
         m.xRead = { file, buffer, amount, offset in
             let rc = flush(file!); if rc != SQLITE_OK { return rc }
+            // Bytes the writer dropped (`keepOnly`) cannot be read back: never zeros in their place.
+            if let writer = state(file!).writer, writer.dropped(Int(amount), at: offset) { return SQLITE_IOERR | (1 << 8) }  // SQLITE_IOERR_READ
             let inner = innerFile(file!)
             return inner.pointee.pMethods.pointee.xRead(inner, buffer, amount, offset)
         }
@@ -96,7 +102,12 @@ enum CoalescingVFS {
         m.xFileSize = { file, size in
             let rc = flush(file!); if rc != SQLITE_OK { return rc }
             let inner = innerFile(file!)
-            return inner.pointee.pMethods.pointee.xFileSize(inner, size)
+            let rc2 = inner.pointee.pMethods.pointee.xFileSize(inner, size)
+            // A copy that keeps only its first bytes is as long as what was written to it.
+            if rc2 == SQLITE_OK, let writer = state(file!).writer, writer.keptBelow != Int64.max, let size {
+                size.pointee = max(size.pointee, writer.logicalSize)
+            }
+            return rc2
         }
         m.xLock = { file, level in
             let inner = innerFile(file!)

@@ -57,6 +57,17 @@ public struct HotCopyOptions: Sendable {
     /// Start the disk writeback of the copy as it is written, so that the
     /// fsync before its rename has little left to do (off for a scratch copy).
     public var writeback = true
+    /// With `hashWrites`, for a WAL source whose snapshot can be read page by
+    /// page (`PageFile`): the copy keeps only its first 64 KiB (page 1 as
+    /// the backup leaves it), the rest of each write is hashed and dropped,
+    /// and the read transaction is left open for the caller, who reads the
+    /// pages from `HotCopyResult.sourceSnapshot` and ends it. A scratch copy
+    /// then needs neither the disk space nor the writes of a whole database.
+    var keepSourceSnapshot = false
+    /// With `keepSourceSnapshot`: called once, before the first page is
+    /// copied, with the kept snapshot (nil when there is none, and when the
+    /// copy fails before that point), so that the caller may start reading it.
+    var snapshotKnown: (@Sendable (SourceSnapshot?) -> Void)?
 
     public init() {}
 }
@@ -74,6 +85,21 @@ public struct HotCopyResult: Sendable {
     /// made; nil when the writes did not allow it (see `WrittenFileDigest`),
     /// and for `VACUUM INTO`: then the caller hashes the file.
     public var digest: StreamDigest? = nil
+    /// With `keepSourceSnapshot`, when it could be done: the source's
+    /// snapshot, still open, which the copy's pages came from.
+    var sourceSnapshot: SourceSnapshot? = nil
+}
+
+/// A source's read transaction left open after a copy that kept only its
+/// first 64 KiB (`HotCopyOptions.keepSourceSnapshot`): its pages, read from
+/// the file and the -wal as the transaction sees them. The caller ends the
+/// transaction (COMMIT) once done with it.
+final class SourceSnapshot: @unchecked Sendable {
+    /// Bytes of the copy that are written: page 1 whatever the page size.
+    static let keptBytes: Int64 = 65536
+    let pages: PageFile
+    let walIndex: WALIndexHeader?
+    init(pages: PageFile, walIndex: WALIndexHeader?) { self.pages = pages; self.walIndex = walIndex }
 }
 
 public enum HotCopy {
@@ -86,6 +112,11 @@ public enum HotCopy {
     public static func copy(from source: Connection, into destination: String, options: HotCopyOptions = HotCopyOptions(),
                             progress: (CopyProgress) -> Void = { _ in }) throws -> HotCopyResult {
         let deadline = Deadline(seconds: options.timeout)
+        var told = false
+        func tell(_ snapshot: SourceSnapshot?) {
+            if !told { told = true; options.snapshotKnown?(snapshot) }
+        }
+        defer { tell(nil) }
         // We poll for the source's locks ourselves, every millisecond: SQLite's
         // busy handler backs off to 100 ms sleeps, which in rollback mode rarely
         // land in the short gaps between a busy writer's transactions.
@@ -144,17 +175,34 @@ public enum HotCopy {
             }
             inTransaction = true
         }
-        if strategy == .walSnapshot { try beginSnapshot() }
+        let writer = CoalescingVFS.writer(of: target)
+        var snapshot: SourceSnapshot?
+        if strategy == .walSnapshot {
+            // Read before the transaction begins and right after, to pin down its snapshot's -wal frames.
+            let walBefore = options.keepSourceSnapshot ? WALIndexHeader.current(source) : nil
+            try beginSnapshot()
+            if options.keepSourceSnapshot, options.hashWrites, writer != nil {
+                let walIndex = WALIndexHeader.pinned(source, before: walBefore)
+                if let pages = try? PageFile(source, walIndex: walIndex, cacheChunks: 1), pages.seesWholeSnapshot {
+                    snapshot = SourceSnapshot(pages: pages, walIndex: walIndex)
+                }
+            }
+        }
         // Hash the copy as it is written (no second pass over the file), from
         // page 1 as the backup will leave it; checked when the copy is done.
-        let writer = CoalescingVFS.writer(of: target)
         if !options.writeback { writer?.startsWriteback = false }
         var before = stat()
-        if options.hashWrites, let writer, stat(destination, &before) == 0, before.st_size == 0, let page = predictedFirstPage(of: source) {
+        let sourceFirstPage = snapshot.flatMap { s in s.pages.page(1).map { [UInt8](UnsafeRawBufferPointer(start: $0, count: s.pages.pageSize)) } }
+        if options.hashWrites, let writer, stat(destination, &before) == 0, before.st_size == 0,
+           let page = predictedFirstPage(of: source, stored: sourceFirstPage) {
             var digest = WrittenFileDigest(predictedFirstPage: page, hashesFile: options.digestFile)
             digest.observer = options.pageObserver
             writer.hashWrites(digest)
+            if snapshot != nil { writer.keepOnly(first: SourceSnapshot.keptBytes) }
+        } else {
+            snapshot = nil
         }
+        tell(snapshot)
 
         var stepPages = Int32(options.pagesPerStep ?? 256)
         var previousCopied = 0
@@ -179,7 +227,9 @@ public enum HotCopy {
                 if finish != SQLITE_OK {
                     throw DatabaseError.fromConnection(target, code: finish, path: destination)
                 }
-                if inTransaction { try source.execute("COMMIT"); inTransaction = false }
+                // A kept snapshot's transaction is the caller's to end.
+                if inTransaction && snapshot == nil { try source.execute("COMMIT") }
+                inTransaction = false
                 let blocked = lockedSince.map { Clock.now() - $0 } ?? 0
                 let closeCode = sqlite3_close(target)
                 targetHandle = nil
@@ -191,9 +241,11 @@ public enum HotCopy {
                                         message: "cannot write the copy: \(String(cString: sqlite3_errstr(writer.failure)))", path: destination)
                 }
                 var info = stat()
-                let digest = stat(destination, &info) == 0 ? writer?.writtenDigest?.result(fileSize: Int64(info.st_size)) : nil
+                var size = stat(destination, &info) == 0 ? Int64(info.st_size) : -1
+                if snapshot != nil, let writer, size >= 0 { size = max(size, writer.logicalSize) }
+                let digest = size >= 0 ? writer?.writtenDigest?.result(fileSize: size) : nil
                 return HotCopyResult(strategy: strategy, restarts: restarts, journalMode: journalMode,
-                                     writersBlockedSeconds: blocked, digest: digest)
+                                     writersBlockedSeconds: blocked, digest: digest, sourceSnapshot: snapshot)
             case SQLITE_OK:
                 // A step that did not end `requested` pages further on: another
                 // process committed and the backup started over. (Comparing with
@@ -245,16 +297,23 @@ public enum HotCopy {
     /// first step: the prediction then fails its check and costs a read pass.
     /// The page is read through SQLite's own file handle: opening and closing
     /// the file ourselves would drop the POSIX locks SQLite holds on it.
-    static func predictedFirstPage(of source: Connection) -> [UInt8]? {
+    /// `stored` is the source's page 1 when the caller has read it (from a
+    /// pinned snapshot, -wal included).
+    static func predictedFirstPage(of source: Connection, stored: [UInt8]? = nil) -> [UInt8]? {
         guard case .integer(let pageSize)? = try? source.scalar("PRAGMA page_size"),
               case .integer(let pageCount)? = try? source.scalar("PRAGMA page_count"),
               (512...65536).contains(pageSize), pageCount >= 1 else { return nil }
-        var pointer: UnsafeMutableRawPointer?
-        guard sqlite3_file_control(source.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
-              let file = pointer?.assumingMemoryBound(to: sqlite3_file.self), let methods = file.pointee.pMethods else { return nil }
         var page = [UInt8](repeating: 0, count: Int(pageSize))
-        let rc = page.withUnsafeMutableBytes { methods.pointee.xRead(file, $0.baseAddress, Int32(pageSize), 0) }
-        guard rc == SQLITE_OK else { return nil }
+        if let stored {
+            guard stored.count == page.count else { return nil }
+            page = stored
+        } else {
+            var pointer: UnsafeMutableRawPointer?
+            guard sqlite3_file_control(source.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
+                  let file = pointer?.assumingMemoryBound(to: sqlite3_file.self), let methods = file.pointee.pMethods else { return nil }
+            let rc = page.withUnsafeMutableBytes { methods.pointee.xRead(file, $0.baseAddress, Int32(pageSize), 0) }
+            guard rc == SQLITE_OK else { return nil }
+        }
         func put32(_ offset: Int, _ value: UInt32) {
             for i in 0..<4 { page[offset + i] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(i))) }
         }

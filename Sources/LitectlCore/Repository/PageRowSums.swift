@@ -18,8 +18,10 @@ import Darwin
 #endif
 
 final class PageRowSums {
-    /// The copy's connection, in a read transaction until `finish`.
+    /// The copy's connection (or the source's, whose snapshot was copied), in a read transaction until `finish`.
     private let connection: Connection
+    private let walIndex: WALIndexHeader?
+    private let ownsTransaction: Bool
     private let reader: SnapshotReader
     private let tables: [Table]
     private var layouts: [TableLayout?]
@@ -50,11 +52,28 @@ final class PageRowSums {
     /// Opens the copy at `path` and finds the pages of every hashed table.
     /// `cacheFile` is where the previous backup's sums are and, when
     /// `writeCache`, this one's go (a restore only reads it).
-    init(path: String, cacheFile: String?, writeCache: Bool = true) throws {
-        connection = try Connection(path: path, mode: .readOnly, immutable: true)
+    convenience init(path: String, cacheFile: String?, writeCache: Bool = true) throws {
+        let connection = try Connection(path: path, mode: .readOnly, immutable: true)
         try connection.execute("BEGIN DEFERRED")
-        _ = try connection.scalar("SELECT count(*) FROM sqlite_schema")
-        reader = try SnapshotReader(connection, walIndex: nil)
+        do {
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_schema")
+            try self.init(connection, walIndex: nil, ownsTransaction: true, cacheFile: cacheFile, writeCache: writeCache)
+        } catch {
+            try? connection.execute("COMMIT")
+            throw error
+        }
+    }
+
+    /// Sums the tables of the snapshot that `connection`'s read transaction
+    /// sees (`walIndex` pins its -wal frames); the transaction is the caller's
+    /// unless `ownsTransaction`. Statements run on `connection` here and in
+    /// `finish` only: meanwhile another thread may run its own (the pages are
+    /// read through the file handles, not the connection).
+    init(_ connection: Connection, walIndex: WALIndexHeader?, ownsTransaction: Bool, cacheFile: String?, writeCache: Bool = true) throws {
+        self.connection = connection
+        self.walIndex = walIndex
+        self.ownsTransaction = ownsTransaction
+        reader = try SnapshotReader(connection, walIndex: walIndex)
         tables = ContentHasher.hashedTables(try connection.readSchema())
         layouts = Array(repeating: nil, count: tables.count)
         decoders = Array(repeating: nil, count: tables.count)
@@ -93,7 +112,7 @@ final class PageRowSums {
         }
     }
 
-    deinit { try? connection.execute("COMMIT") }
+    deinit { if ownsTransaction { try? connection.execute("COMMIT") } }
 
     private func fail(_ t: Int, _ why: String) {
         if !failed[t] { notes.append("table \(tables[t].name) hashed apart from the page scan: \(why)") }
@@ -281,7 +300,7 @@ final class PageRowSums {
     func finish() throws -> String {
         var known: [Int: (sum: UInt256, rows: Int64)] = [:]
         for t in tables.indices where !failed[t] { known[t] = (sums[t], rows[t]) }
-        let hash = try ContentHasher.hash(connection, options: ContentHashOptions(), known: known)
+        let hash = try ContentHasher.hash(connection, options: ContentHashOptions(), walIndex: walIndex, known: known)
         notes += hash.notes
         writePending()
         cacheOut?.commit()

@@ -4,9 +4,10 @@
 // on every core and written into packs, and the copy's SHA-256. Two ways:
 // when the copy was written in order (the usual case), the ids come from the
 // writes themselves (PageCollector, on the copy's hashing thread) and only
-// the new pages and the changed pages of tables are read back; otherwise one
-// scan reads the whole copy. The logical hash's row sums (PageRowSums) ride
-// along either way.
+// the new pages and the changed pages of tables are read back (from the
+// source's snapshot when the copy kept only page 1, each checked against its
+// id); otherwise one scan reads the whole copy. The logical hash's row sums
+// (PageRowSums) ride along either way.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -162,7 +163,11 @@ extension RepoBackup {
     /// in file order that reads only the pages to store (claimed) or to sum
     /// (changed pages of tables), in runs of up to 2 MiB.
     /// nil, before doing anything, when the collector did not see every page.
+    /// With `snapshot` (a copy that kept only page 1), the other pages are
+    /// read from the source's snapshot, and each one read is checked
+    /// against the id its write was given.
     static func storeCollected(_ path: String, collector: PageCollector, sha256: String, repository: Repository,
+                               snapshot: SourceSnapshot? = nil,
                                lock: RepoLock?, rowSums: PageRowSums?, progress: (Int, Int) -> Void) throws -> PageScan? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
@@ -175,12 +180,42 @@ extension RepoBackup {
         guard pread(fd, &head, 100, 0) == 100 else { throw DatabaseError(code: .ioerr, message: "cannot read the copy", path: path) }
         let field = Int(head[16]) << 8 | Int(head[17])
         let pageSize = field == 1 ? 65536 : field
-        let pageCount = Int(info.st_size) / max(pageSize, 1)
-        guard pageSize >= 512, Int(info.st_size) % pageSize == 0, collector.next == pageCount + 1, !collector.broken else { return nil }
+        let pageCount: Int
+        if let snapshot {
+            guard snapshot.pages.pageSize == pageSize else { return nil }
+            pageCount = Int(snapshot.pages.pageCount)
+        } else {
+            guard pageSize >= 512, Int(info.st_size) % pageSize == 0 else { return nil }
+            pageCount = Int(info.st_size) / pageSize
+        }
+        guard pageSize >= 512, collector.next == pageCount + 1, !collector.broken else { return nil }
         var scan = PageScan(pageSize: pageSize, pageCount: pageCount, writer: writer)
         scan.sha256 = sha256
         scan.fromWrites = true
+        let source = snapshot?.pages.clone()
+        // The page the backup API never writes (it holds the byte SQLite locks): a hole of zeros in a copy.
+        let pendingBytePage = (1 << 30) / pageSize + 1
         func readPages(_ first: Int, _ count: Int, into buffer: inout [UInt8], at start: Int = 0) throws {
+            if let source, first > 1 {
+                try buffer.withUnsafeMutableBytes { out in
+                    let pages = first..<(first + count)
+                    let inWAL = !source.walPages.isEmpty && pages.contains { source.walPages.contains(UInt32($0)) }
+                    if !inWAL && source.read(into: out.baseAddress! + start, count: count * pageSize, offset: (first - 1) * pageSize) {
+                        // Read in one go.
+                    } else {
+                        for q in pages {
+                            guard let page = source.singlePage(UInt32(q)) else {
+                                throw DatabaseError(code: .ioerr, message: "cannot read page \(q) of the snapshot", path: snapshot!.pages.connection.path)
+                            }
+                            (out.baseAddress! + start + (q - first) * pageSize).copyMemory(from: page, byteCount: pageSize)
+                        }
+                    }
+                    if pages.contains(pendingBytePage) {
+                        memset(out.baseAddress! + start + (pendingBytePage - first) * pageSize, 0, pageSize)
+                    }
+                }
+                return
+            }
             let want = count * pageSize
             var got = 0
             while got < want {
@@ -230,6 +265,29 @@ extension RepoBackup {
                 while r < end && needed[r - p] { r += 1 }
                 try readPages(q, r - q, into: &buffer, at: (q - p) * pageSize)
                 q = r
+            }
+            if snapshot != nil {
+                // Read from the source, not the copy: each page must be the one its write was hashed as.
+                let wanted = (p..<end).filter { needed[$0 - p] }
+                let expected = wanted.map { refs.id($0 - 1, index: collector.classifier.base, writer: writer) }
+                let bad = Locked<Int?>(nil)
+                let chunkFirst = p
+                let n = min(threads, max(1, wanted.count / 8))
+                buffer.withUnsafeBytes { all in
+                    nonisolated(unsafe) let all = all
+                    DispatchQueue.concurrentPerform(iterations: n) { w in
+                        for k in stride(from: w, to: wanted.count, by: n) {
+                            let s = wanted[k] - chunkFirst
+                            if repository.pageID(UnsafeRawBufferPointer(rebasing: all[s * pageSize..<(s + 1) * pageSize])) != expected[k] {
+                                bad.withLock { $0 = min($0 ?? wanted[k], wanted[k]) }
+                            }
+                        }
+                    }
+                }
+                if let s = bad.withLock({ $0 }) {
+                    throw DatabaseError(code: .internal, message: "page \(s) of the source's snapshot is not the page the copy was given; no snapshot made",
+                                        path: snapshot!.pages.connection.path)
+                }
             }
             buffer.withUnsafeBytes { all in
                 var sums: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)] = []

@@ -5,7 +5,9 @@
 // pages the repository lacks compressed into packs, and, in this order, the
 // packs, the index object, the page list and the snapshot written: a run
 // killed at any moment leaves at most objects nothing refers to, which
-// `prune` removes.
+// `prune` removes. Of a WAL source, the temporary file keeps only page 1:
+// the source's read transaction stays open after the copy, and the check,
+// the row sums and the pages to store are read from that same snapshot.
 // Built on the folder backup's hot copy and check (Backup/) and on the
 // logical hash of `litectl hash` (Diff/ContentHash.swift).
 import Foundation
@@ -46,6 +48,11 @@ public struct RepoBackupOutcome: Sendable {
     /// Whether the pages' ids came from the copy's writes (the usual case),
     /// rather than from a scan of the whole copy.
     public var pagesFromWrites = false
+    /// Whether the pages were read from the source's snapshot (a WAL source),
+    /// the temporary copy keeping only page 1, rather than from a whole copy.
+    public var pagesFromSource = false
+    /// Whether the check ran beside the copy, on a second connection to the same snapshot.
+    var checkedDuringCopy = false
 }
 
 /// The repository's index as this process knows it, shared by the backups a
@@ -73,6 +80,24 @@ public final class SharedIndex: @unchecked Sendable {
     var hasAdded: Bool {
         pthread_mutex_lock(&mutex); defer { pthread_mutex_unlock(&mutex) }
         return !added.isEmpty
+    }
+}
+
+/// One value handed from one thread to another: `take` waits for `put`.
+final class Offer<T>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var value: T?
+    private var given = false
+
+    func put(_ v: T) {
+        condition.lock(); defer { condition.unlock() }
+        if !given { value = v; given = true; condition.broadcast() }
+    }
+
+    func take() -> T {
+        condition.lock(); defer { condition.unlock() }
+        while !given { condition.wait() }
+        return value!
     }
 }
 
@@ -118,8 +143,31 @@ public enum RepoBackup {
     public static func run(_ request: RepoBackupRequest, repository: Repository, index: SharedIndex,
                            snapshots: [Snapshot], lock: RepoLock?, rememberPages: Bool = true,
                            progress: (RepoBackupProgress) -> Void = { _ in }) throws -> RepoBackupOutcome {
+        do {
+            return try run(request, repository: repository, index: index, snapshots: snapshots, lock: lock,
+                           rememberPages: rememberPages, keepSnapshot: pagesFromWrites && readsSourceSnapshot, progress: progress)
+        } catch is CopyNotKept {
+            // The copy that kept only page 1 cannot be used (not expected): again, keeping it whole.
+            return try run(request, repository: repository, index: index, snapshots: snapshots, lock: lock,
+                           rememberPages: rememberPages, keepSnapshot: false, progress: progress)
+        }
+    }
+
+    /// Read a WAL source's pages from its snapshot rather than from a whole
+    /// temporary copy when it allows (tests turn it off to compare).
+    nonisolated(unsafe) static var readsSourceSnapshot = true
+
+    /// A copy that kept only page 1 whose pages cannot be taken from the
+    /// source's snapshot after all; nothing was stored yet.
+    struct CopyNotKept: Error {}
+
+    static func run(_ request: RepoBackupRequest, repository: Repository, index: SharedIndex,
+                    snapshots: [Snapshot], lock: RepoLock?, rememberPages: Bool, keepSnapshot: Bool,
+                    progress: (RepoBackupProgress) -> Void) throws -> RepoBackupOutcome {
         let started = Clock.wall(), startedMono = Clock.now()
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
+        // Closing ends the read transaction a kept snapshot leaves open.
+        defer { try? source.close() }
         let sourcePath = BackupJob.resolvedPath(request.source)
         let folder = temporaryFolder(request.temporaryFolder)
         let copyFile = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
@@ -134,24 +182,46 @@ public enum RepoBackup {
         // A version-3 repository's snapshot records its pages' digest, not the file's SHA-256.
         copyOptions.digestFile = !repository.recordsPagesDigest
         copyOptions.pageObserver = collector
-        let result: HotCopyResult
-        do {
-            result = try HotCopy.copy(from: source, into: copyFile.path, options: copyOptions) {
-                progress(RepoBackupProgress(phase: .copying, pages: $0.pagesCopied, pageCount: $0.pageCount))
+        copyOptions.keepSourceSnapshot = keepSnapshot
+        // A kept snapshot is checked while the copy goes on, on a connection of its own.
+        let snapshotKnown = Offer<SourceSnapshot?>()
+        if keepSnapshot { copyOptions.snapshotKnown = { snapshotKnown.put($0) } }
+        func copy() throws -> HotCopyResult {
+            do {
+                return try HotCopy.copy(from: source, into: copyFile.path, options: copyOptions) {
+                    progress(RepoBackupProgress(phase: .copying, pages: $0.pagesCopied, pageCount: $0.pageCount))
+                }
+            } catch var error as DatabaseError {
+                // A copy that kept only page 1 failing on its own side: again, whole.
+                if keepSnapshot && error.path == copyFile.path && error.code.primary == .ioerr { throw CopyNotKept() }
+                if error.path == copyFile.path {
+                    error.path = request.source
+                    error.message = "cannot make the temporary copy in \(folder): " + error.message
+                }
+                throw error
             }
-        } catch var error as DatabaseError {
-            if error.path == copyFile.path {
-                error.path = request.source
-                error.message = "cannot make the temporary copy in \(folder): " + error.message
-            }
-            throw error
         }
-        try? source.close()
+        // (Waited for by the check below, or when the run ends.)
+        let earlyCheck = keepSnapshot ? Concurrently.start { checkBeside(snapshotKnown.take(), source: request.source, request: request) } : nil
+        let result = try copy()
+        let checkedBeside = Locked(false)
+        // With a kept snapshot, the source's read transaction is still open:
+        // the checks, the row sums and the pages read from there. Without, the copy is all.
+        let kept = result.sourceSnapshot
+        if kept != nil {
+            guard result.digest != nil, !collector.broken else { throw CopyNotKept() }
+        } else {
+            try? source.close()
+        }
 
         // The checks of the copy run beside the page scan (they only read it),
         // each on a thread of its own: the scan, the quick_check, the logical hash.
+        // (With a kept snapshot, the quick_check runs on the source's connection,
+        // the scan reads the pages through its file handles.)
         func check() throws -> CopyFacts {
             do {
+                if let early = try earlyCheck?.wait() { checkedBeside.withLock { $0 = true }; return try early.get() }
+                if kept != nil { return try BackupJob.inspect(source, verify: request.verify) }
                 return try BackupJob.inspect(copyFile.path, verify: request.verify)
             } catch let error as DatabaseError where error.code.primary == .corrupt || error.code.primary == .notadb {
                 // A copy too damaged for the check to run: name the source, not our temporary file.
@@ -163,29 +233,38 @@ public enum RepoBackup {
         // of the pages the last backup of this database met (RowSumCache);
         // when the copy cannot be read that way, it is computed on a thread of its own.
         let sourceHost = RepoLock.hostname
-        let rowSums = try? PageRowSums(path: copyFile.path,
-                                       cacheFile: RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath))
+        let cacheFile = RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath)
+        let rowSums = kept.map { try? PageRowSums(source, walIndex: $0.walIndex, ownsTransaction: false, cacheFile: cacheFile) }
+            ?? (try? PageRowSums(path: copyFile.path, cacheFile: cacheFile))
         let ((scan, copyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
                 let (facts, scan) = try Concurrently.run(check) { () throws -> PageScan in
                     let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
                     if pagesFromWrites, let digest = result.digest, !collector.broken,
                        let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,
-                                                     lock: lock, rowSums: rowSums, progress: report) {
+                                                     snapshot: kept, lock: lock, rowSums: rowSums, progress: report) {
                         return scan
                     }
+                    if kept != nil { throw CopyNotKept() }
                     return try scanPages(copyFile.path, repository: repository, index: index, lock: lock, rowSums: rowSums,
                                          progress: report)
                 }
                 return (scan, facts)
             }, { () -> String in
-                guard rowSums == nil else { return "" }
+                // (On the source's connection, busy with the check, it waits: below.)
+                guard rowSums == nil, kept == nil else { return "" }
                 // A copy too damaged to hash fails its check, which is reported instead.
                 return (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
             })
         }
+        var separate = separateHash
+        if rowSums == nil, let kept {
+            separate = (try? ContentHasher.hash(source, options: ContentHashOptions(), walIndex: kept.walIndex).digest) ?? ""
+        }
         // A copy too damaged to hash fails its check, which is reported instead.
-        let logicalHash = rowSums.map { (try? $0.finish()) ?? "" } ?? separateHash
+        let logicalHash = rowSums.map { (try? $0.finish()) ?? "" } ?? separate
+        // Done with the source: its read transaction ends (and writers may checkpoint past it).
+        if kept != nil { try? source.close() }
         if copyFacts.passed && logicalHash.isEmpty {
             throw DatabaseError(code: .corrupt, message: "cannot compute the copy's logical hash; no snapshot made", path: request.source)
         }
@@ -239,7 +318,23 @@ public enum RepoBackup {
         return RepoBackupOutcome(snapshot: snapshot, pagesRead: scan.pageCount, pagesNew: scan.newPages,
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds, hashPagesDecoded: rowSums?.decoded ?? 0,
-                                 hashPagesReused: rowSums?.reused ?? 0, pagesFromWrites: scan.fromWrites)
+                                 hashPagesReused: rowSums?.reused ?? 0, pagesFromWrites: scan.fromWrites,
+                                 pagesFromSource: kept != nil, checkedDuringCopy: checkedBeside.withLock { $0 })
+    }
+
+    /// The check (`--verify`) of a kept snapshot, on a second connection to
+    /// the source that sees the same snapshot: its read begins, and it is
+    /// the same one when the -wal's header is still the one the copy's read
+    /// pinned down (no commit came since). nil when that cannot be had: the
+    /// check then runs after the copy, on the copy's connection.
+    static func checkBeside(_ snapshot: SourceSnapshot?, source path: String, request: RepoBackupRequest) -> Result<CopyFacts, any Error>? {
+        guard let walIndex = snapshot?.walIndex,
+              let second = try? HotCopy.openSource(path, timeout: 0) else { return nil }
+        defer { try? second.close() }
+        guard (try? second.execute("BEGIN DEFERRED")) != nil,
+              (try? second.scalar("SELECT count(*) FROM sqlite_schema")) != nil,
+              WALIndexHeader.pinned(second, before: walIndex) != nil else { return nil }
+        return Result { try BackupJob.inspect(second, verify: request.verify) }
     }
 
     /// Writes the snapshot's page list: a delta on the parent's full list when
