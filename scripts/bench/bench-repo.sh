@@ -15,6 +15,8 @@
 #   BENCH_SIZE_MB  database size to generate (default 300; 1000 for the 1 GB memory target)
 #   BENCH_ROWS     customers rows instead (overrides the size; ~2,830 rows a MB)
 #   BENCH_RESTORE_RUNS  restore runs per command (default 3)
+#   BENCH_JOURNAL  journal mode of the database: delete (the default; litectl copies it whole
+#                  into its temporary folder) or wal (litectl reads its pages from the snapshot)
 #   LITECTL_BIN    litectl binary to use instead of a fresh release build (LITECTL works too)
 #   BENCH_TMP      where the temporary folder goes (default $TMPDIR, else /tmp)
 set -euo pipefail
@@ -32,6 +34,8 @@ done
 [[ $SIZE_MB =~ ^[0-9]+$ ]] && ((SIZE_MB >= 1)) || { echo "bench-repo: the size must be a whole number of MB" >&2; exit 2; }
 ROWS=${BENCH_ROWS:-$((SIZE_MB * 2830))}  # generate.py writes about 353 bytes a customers row, all tables counted
 RUNS=${BENCH_RESTORE_RUNS:-3}
+JOURNAL=${BENCH_JOURNAL:-delete}
+[[ $JOURNAL == delete || $JOURNAL == wal ]] || { echo "bench-repo: BENCH_JOURNAL must be delete or wal" >&2; exit 2; }
 
 bench_require python3 sqlite3 restic
 [[ -x /usr/bin/time ]] || { echo "bench: /usr/bin/time not found; install it with: apt-get install time" >&2; exit 2; }
@@ -98,7 +102,9 @@ change() {
     cat "$M/change$n.txt" >&2
     exit 1
   fi
+  sqlite3 "$T/db/next.db" "PRAGMA journal_mode=$JOURNAL" >/dev/null
   python3 "$BENCH_DIR/pagediff.py" "$DB" "$T/db/next.db" >"$M/change$n.json"
+  rm -f "$DB-wal" "$DB-shm"
   mv "$T/db/next.db" "$DB"
   sync -f "$T"
 }
@@ -156,7 +162,8 @@ def step(n):
         c, s = spans["copying"], spans["storing"]
         print(f"   litectl phases (its progress bar): hot copy {c['start']:.2f}-{c['end']:.2f} s, page scan (hash each page, "
               f"compress the new ones into packs) {s['start']:.2f}-{s['end']:.2f} s, then {p['exit'] - s['end']:.2f} s to exit "
-              f"(index, page list, snapshot; quick_check and the logical hash of the copy, which start beside the scan)")
+              f"(index, page list, snapshot; quick_check, which starts with the copy of a WAL database and beside the "
+              f"scan otherwise, and the logical hash, summed in the scan)")
 
 def restore_runs(tool):
     return [timing(os.path.basename(f)[:-5]) for f in sorted(glob.glob(f"{M}/restore-{tool}-[0-9]*.time"))]
@@ -241,6 +248,7 @@ PY
 
 echo "== generating $ROWS rows (BENCH_SIZE_MB=$SIZE_MB)" >&2
 python3 "$BENCH_GENERATE" "$DB" --rows "$ROWS" -v
+sqlite3 "$DB" "PRAGMA journal_mode=$JOURNAL" >/dev/null
 sync -f "$T"
 stat -c %s "$DB" >"$M/dbsize"
 "$LITECTL" repo init "$LREPO" >/dev/null
