@@ -212,6 +212,41 @@ import TestSupport
         try writer.close()
     }
 
+    /// A snapshot begun when every frame of the -wal was already checkpointed
+    /// is read by SQLite from the main file alone, and a writer may then
+    /// restart the -wal over those frames: the reader reads the main file
+    /// too, never the overwritten frames.
+    @Test func aSnapshotWhollyCheckpointedIgnoresARestartedWAL() throws {
+        let folder = try TemporaryFolder("decoder-wal")
+        let path = folder.file("w.db")
+        try makeDatabase(path, "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v);")
+        let writer = try Connection(path: path, mode: .readWrite)
+        try writer.execute("PRAGMA wal_autocheckpoint = 0")
+        try writer.execute("INSERT INTO t(v) SELECT randomblob(300) FROM (WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 2000) SELECT n FROM i)")
+        // Every frame backfilled, the -wal kept (and its frames still there).
+        let checkpoint = try writer.rows("PRAGMA wal_checkpoint(PASSIVE)")
+        #expect(checkpoint.first?[1] == checkpoint.first?[2])
+        let reader = try Connection(path: path)
+        let before = WALIndexHeader.current(reader)
+        try reader.readTransaction {
+            let walIndex = try #require(WALIndexHeader.pinned(reader, before: before))
+            #expect(walIndex.wholeInMainFile)
+            let snapshot = try SnapshotReader(reader, walIndex: walIndex)
+            #expect(snapshot.pages.seesWholeSnapshot)
+            // The writer restarts the -wal: its first frames now hold other pages' new versions.
+            try writer.execute("UPDATE t SET v = randomblob(300) WHERE id % 3 = 0")
+            let table = try #require(try reader.readSchema().table(named: "t"))
+            let layout = try snapshot.layout(table, columns: ["id", "v"])
+            var rows: [[Value]] = []
+            try snapshot.decoder(layout, claimed: ClaimedPages(pageCount: snapshot.pages.pageCount)).forEachRow {
+                rows.append($0.cells.map(\.value))
+            }
+            #expect(rows.count == 2000)
+            #expect(rows == (try reader.rows("SELECT id, v FROM t ORDER BY id")))
+        }
+        try writer.close()
+    }
+
     /// Reading pages and pinning the -wal down create no file (mapping the
     /// -shm of a database not in WAL mode would create one).
     @Test(arguments: ["DELETE", "WAL"])

@@ -66,7 +66,9 @@ final class PageFile {
         if try connection.journalMode() == "wal" {
             var wal: UnsafeMutablePointer<sqlite3_file>?
             guard sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK else { return nil }
-            if let wal, wal.pointee.pMethods != nil {
+            if let walIndex, walIndex.wholeInMainFile, walIndex.pageCount == pageCount || walIndex.maxFrame == 0 {
+                // Every frame of the snapshot is in the main file, and the -wal may be restarted meanwhile: read neither.
+            } else if let wal, wal.pointee.pMethods != nil {
                 guard let pages = PageFile.framePages(wal, pageSize: pageSize) else { return nil }
                 walPages = pages
                 self.wal = wal

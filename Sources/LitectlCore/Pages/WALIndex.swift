@@ -6,7 +6,13 @@
 // readings are the same no commit came between them, and the snapshot is
 // exactly the header's mxFrame: frames 1...mxFrame, the newest frame of each
 // page winning. While the transaction lasts those frames cannot be
-// overwritten (SQLite restarts a -wal only when no reader uses it).
+// overwritten, with one exception: when every frame of the snapshot was
+// already checkpointed into the main file (nBackfill, in the -shm's checkpoint
+// info, at mxFrame) SQLite may read the snapshot from the main file alone
+// (read lock 0), and such a reader does not keep a writer from restarting the
+// -wal over those frames. So the checkpoint info is read with the header, and
+// a snapshot wholly in the main file is read from there (the checkpointer
+// cannot write past it while the transaction lasts).
 // https://www.sqlite.org/walformat.html#the_wal_index_file_format
 import CSQLite
 
@@ -14,6 +20,15 @@ import CSQLite
 struct WALIndexHeader: Equatable {
     /// The header's bytes, in the host's byte order, as SQLite wrote them.
     let bytes: [UInt8]
+    /// Set by `pinned`: every frame of the snapshot is in the main file too
+    /// (the checkpoint info's nBackfill had reached mxFrame), so its pages
+    /// are read from the main file and the -wal, which a writer may restart
+    /// meanwhile, is not read at all.
+    private(set) var wholeInMainFile = false
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    static func == (a: WALIndexHeader, b: WALIndexHeader) -> Bool { a.bytes == b.bytes }
 
     private func u32(_ at: Int) -> UInt32 {
         bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) }
@@ -39,23 +54,7 @@ struct WALIndexHeader: Equatable {
     /// first read) is asked: mapping the -shm of any other would create the
     /// file (SQLite's xShmMap opens it when it is not open).
     static func current(_ connection: Connection) -> WALIndexHeader? {
-        guard !connection.isImmutable, case .text(let mode)? = try? connection.scalar("PRAGMA main.journal_mode"),
-              mode.map(asciiLower) == Array("wal".utf8) else { return nil }
-        var wal: UnsafeMutablePointer<sqlite3_file>?
-        guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK,
-              let wal, wal.pointee.pMethods != nil else { return nil }
-        var file: UnsafeMutablePointer<sqlite3_file>?
-        guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
-              let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
-              let map = methods.pointee.xShmMap else { return nil }
-        var region: UnsafeMutableRawPointer?
-        // bExtend = 0: map the existing region 0, never create or grow it.
-        let rc = withUnsafeMutablePointer(to: &region) { pointer in
-            pointer.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 1) {
-                map(file, 0, 32768, 0, UnsafeMutablePointer(mutating: $0))
-            }
-        }
-        guard rc == SQLITE_OK, let region else { return nil }
+        guard let (region, file) = mappedRegion(connection), let methods = file.pointee.pMethods else { return nil }
         for _ in 0..<16 {
             let first = [UInt8](UnsafeRawBufferPointer(start: region, count: 48))
             methods.pointee.xShmBarrier?(file)
@@ -74,8 +73,45 @@ struct WALIndexHeader: Equatable {
     /// transaction (after its first read): a commit by another connection
     /// in between makes it nil.
     static func pinned(_ connection: Connection, before: WALIndexHeader?) -> WALIndexHeader? {
-        guard let before, let now = current(connection), now == before else { return nil }
+        guard let before, var now = current(connection), now == before,
+              let backfilled = backfilledFrames(connection),
+              // A restart of the -wal rewrites the header before it resets nBackfill.
+              let again = current(connection), again == before else { return nil }
+        now.wholeInMainFile = backfilled >= now.maxFrame
         return now
+    }
+
+    /// The checkpoint info's nBackfill: frames 1...nBackfill are in the main file too.
+    private static func backfilledFrames(_ connection: Connection) -> UInt32? {
+        guard let (region, file) = mappedRegion(connection) else { return nil }
+        file.pointee.pMethods.pointee.xShmBarrier?(file)
+        let value = region.loadUnaligned(fromByteOffset: 96, as: UInt32.self)
+        file.pointee.pMethods.pointee.xShmBarrier?(file)
+        return value
+    }
+
+    /// Region 0 of the -shm of `connection`'s main database (header and
+    /// checkpoint info) and the file whose methods map it; nil when not in
+    /// WAL mode or not mapped (see `current`).
+    private static func mappedRegion(_ connection: Connection) -> (UnsafeMutableRawPointer, UnsafeMutablePointer<sqlite3_file>)? {
+        guard !connection.isImmutable, case .text(let mode)? = try? connection.scalar("PRAGMA main.journal_mode"),
+              mode.map(asciiLower) == Array("wal".utf8) else { return nil }
+        var wal: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK,
+              let wal, wal.pointee.pMethods != nil else { return nil }
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+              let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
+              let map = methods.pointee.xShmMap else { return nil }
+        var region: UnsafeMutableRawPointer?
+        // bExtend = 0: map the existing region 0, never create or grow it.
+        let rc = withUnsafeMutablePointer(to: &region) { pointer in
+            pointer.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 1) {
+                map(file, 0, 32768, 0, UnsafeMutablePointer(mutating: $0))
+            }
+        }
+        guard rc == SQLITE_OK, let region else { return nil }
+        return (region, file)
     }
 
     /// For each page, the byte offset in the -wal of the data of its newest
