@@ -241,11 +241,13 @@ enum Concurrently {
     }
 
     /// Work started on a thread of its own, whose result `wait` gives (the
-    /// thread is joined then, or when the handle goes away unwaited).
+    /// thread is joined then, or when the handle goes away unwaited). When
+    /// no thread can be started, the work runs in `wait` (never at the start:
+    /// it may wait for what the starting thread does next), or not at all.
     final class Pending<T>: @unchecked Sendable {
         private let box: Box<T>
         private var thread = pthread_t()
-        private var joined = false
+        private var started = false, joined = false
 
         fileprivate init(_ work: @escaping () throws -> T) {
             box = Box(work)
@@ -255,22 +257,19 @@ enum Concurrently {
                 (object as! any Runnable).runWork()
                 return nil
             }, context)
-            if rc != 0 {
-                Unmanaged<AnyObject>.fromOpaque(context).release()
-                box.runWork()
-                joined = true
-            }
+            if rc == 0 { started = true } else { Unmanaged<AnyObject>.fromOpaque(context).release() }
         }
 
         func wait() throws -> T {
-            if !joined { pthread_join(thread, nil); joined = true }
+            if started && !joined { pthread_join(thread, nil); joined = true }
+            if !started && box.result == nil { box.runWork() }
             return try box.result!.get()
         }
 
-        deinit { if !joined { pthread_join(thread, nil) } }
+        deinit { if started && !joined { pthread_join(thread, nil) } }
     }
 
-    /// Starts `work` on another thread (on this one when none can be started).
+    /// Starts `work` on another thread (or, when none can be started, in `wait`).
     static func start<T>(_ work: @escaping () throws -> T) -> Pending<T> { Pending(work) }
 
     /// Runs `background` on another thread and `foreground` on this one, waits

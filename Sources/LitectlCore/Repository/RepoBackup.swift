@@ -193,7 +193,7 @@ public enum RepoBackup {
                 }
             } catch var error as DatabaseError {
                 // A copy that kept only page 1 failing on its own side: again, whole.
-                if keepSnapshot && error.path == copyFile.path && error.code.primary == .ioerr { throw CopyNotKept() }
+                if keepSnapshot && error.path == copyFile.path && error.code.primary == .ioerr && snapshotKnown.take() != nil { throw CopyNotKept() }
                 if error.path == copyFile.path {
                     error.path = request.source
                     error.message = "cannot make the temporary copy in \(folder): " + error.message
@@ -218,15 +218,22 @@ public enum RepoBackup {
         // each on a thread of its own: the scan, the quick_check, the logical hash.
         // (With a kept snapshot, the quick_check runs on the source's connection,
         // the scan reads the pages through its file handles.)
-        func check() throws -> CopyFacts {
+        func naming<T>(_ body: () throws -> T) throws -> T {
             do {
-                if let early = try earlyCheck?.wait() { checkedBeside.withLock { $0 = true }; return try early.get() }
-                if kept != nil { return try BackupJob.inspect(source, verify: request.verify) }
-                return try BackupJob.inspect(copyFile.path, verify: request.verify)
+                return try body()
             } catch let error as DatabaseError where error.code.primary == .corrupt || error.code.primary == .notadb {
                 // A copy too damaged for the check to run: name the source, not our temporary file.
                 throw DatabaseError(code: .corrupt, message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no snapshot made: \(error.message)",
                                     path: request.source)
+            }
+        }
+        // nil: the check of a kept snapshot that could not run beside the copy,
+        // made on the source's connection once the scan no longer reads through it.
+        func check() throws -> CopyFacts? {
+            try naming {
+                if let early = try earlyCheck?.wait() { checkedBeside.withLock { $0 = true }; return try early.get() }
+                if kept != nil { return nil }
+                return try BackupJob.inspect(copyFile.path, verify: request.verify)
             }
         }
         // The logical hash is summed page by page in the scan, reusing the sums
@@ -236,8 +243,8 @@ public enum RepoBackup {
         let cacheFile = RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath)
         let rowSums = kept.map { try? PageRowSums(source, walIndex: $0.walIndex, ownsTransaction: false, cacheFile: cacheFile) }
             ?? (try? PageRowSums(path: copyFile.path, cacheFile: cacheFile))
-        let ((scan, copyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
-            try Concurrently.run({ () throws -> (PageScan, CopyFacts) in
+        let ((scan, earlyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
+            try Concurrently.run({ () throws -> (PageScan, CopyFacts?) in
                 let (facts, scan) = try Concurrently.run(check) { () throws -> PageScan in
                     let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
                     if pagesFromWrites, let digest = result.digest, !collector.broken,
@@ -257,6 +264,7 @@ public enum RepoBackup {
                 return (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
             })
         }
+        let copyFacts = try earlyFacts ?? naming { try BackupJob.inspect(source, verify: request.verify) }
         var separate = separateHash
         if rowSums == nil, let kept {
             separate = (try? ContentHasher.hash(source, options: ContentHashOptions(), walIndex: kept.walIndex).digest) ?? ""

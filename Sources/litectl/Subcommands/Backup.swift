@@ -64,7 +64,8 @@ struct Backup: ParsableCommand {
             With --repo URL (a folder or s3://BUCKET/PREFIX; see litectl repo init), each \
             SRC becomes a snapshot in that repository: the same hot copy (into a temporary \
             file under $TMPDIR; of a WAL database, only page 1 is kept there and the pages \
-            are read again from its snapshot, so it needs no space for a copy), then each \
+            are read again from its snapshot, so it needs no space for a copy unless the \
+            snapshot's -wal frames cannot be pinned down), then each \
             page hashed and only the pages the repository lacks compressed into pack files; the snapshot records the page list, the \
             SHA-256 of its page ids (of the file, in repositories before version 3) and \
             the logical hash (litectl hash). --tag labels snapshots; \
