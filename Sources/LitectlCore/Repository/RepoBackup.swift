@@ -216,8 +216,9 @@ public enum RepoBackup {
 
         // The checks of the copy run beside the page scan (they only read it),
         // each on a thread of its own: the scan, the quick_check, the logical hash.
-        // (With a kept snapshot, the quick_check runs on the source's connection,
-        // the scan reads the pages through its file handles.)
+        // (With a kept snapshot, the scan reads the pages through the source
+        // connection's file handles, and the quick_check has run beside the
+        // copy on a connection of its own, or runs on the source's after the scan.)
         func naming<T>(_ body: () throws -> T) throws -> T {
             do {
                 return try body()
@@ -258,7 +259,7 @@ public enum RepoBackup {
                 }
                 return (scan, facts)
             }, { () -> String in
-                // (On the source's connection, busy with the check, it waits: below.)
+                // (On the source's connection, which the scan reads through, it waits: below.)
                 guard rowSums == nil, kept == nil else { return "" }
                 // A copy too damaged to hash fails its check, which is reported instead.
                 return (try? ContentHasher.hash(path: copyFile.path).digest) ?? ""
