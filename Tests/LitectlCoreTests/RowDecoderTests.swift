@@ -174,15 +174,33 @@ import TestSupport
         }
     }
 
-    /// A commit made after the read transaction began is not seen; one made
-    /// before is, from the -wal.
-    @Test func walFramesOfTheSnapshotOnly() throws {
-        let folder = try TemporaryFolder("decoder-wal")
+    /// A WAL database with a table t(id, v) of `rows` rows, and a writer
+    /// connection that keeps its commits in the -wal (no automatic checkpoint).
+    static func walTable(in folder: TemporaryFolder, rows: Int) throws -> (String, Connection) {
         let path = folder.file("w.db")
         try makeDatabase(path, "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v);")
         let writer = try Connection(path: path, mode: .readWrite)
         try writer.execute("PRAGMA wal_autocheckpoint = 0")
-        try writer.execute("INSERT INTO t(v) SELECT randomblob(300) FROM (WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 500) SELECT n FROM i)")
+        try writer.execute("INSERT INTO t(v) SELECT randomblob(300) FROM (WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < \(rows)) SELECT n FROM i)")
+        return (path, writer)
+    }
+
+    /// The rows of t (id, v) as `snapshot` decodes them from its pages.
+    static func rowsOfT(_ snapshot: SnapshotReader, _ reader: Connection) throws -> [[Value]] {
+        let table = try #require(try reader.readSchema().table(named: "t"))
+        let layout = try snapshot.layout(table, columns: ["id", "v"])
+        var rows: [[Value]] = []
+        try snapshot.decoder(layout, claimed: ClaimedPages(pageCount: snapshot.pages.pageCount)).forEachRow {
+            rows.append($0.cells.map(\.value))
+        }
+        return rows
+    }
+
+    /// A commit made after the read transaction began is not seen; one made
+    /// before is, from the -wal.
+    @Test func walFramesOfTheSnapshotOnly() throws {
+        let folder = try TemporaryFolder("decoder-wal")
+        let (path, writer) = try Self.walTable(in: folder, rows: 500)
         let reader = try Connection(path: path)
         let before = WALIndexHeader.current(reader)
         #expect(before != nil)
@@ -193,12 +211,7 @@ import TestSupport
             let snapshot = try SnapshotReader(reader, walIndex: walIndex)
             #expect(snapshot.pages.seesWholeSnapshot)
             #expect(!snapshot.pages.walPages.isEmpty)
-            let table = try #require(try reader.readSchema().table(named: "t"))
-            let layout = try snapshot.layout(table, columns: ["id", "v"])
-            var rows: [[Value]] = []
-            try snapshot.decoder(layout, claimed: ClaimedPages(pageCount: snapshot.pages.pageCount)).forEachRow {
-                rows.append($0.cells.map(\.value))
-            }
+            let rows = try Self.rowsOfT(snapshot, reader)
             #expect(rows == (try reader.rows("SELECT id, v FROM t ORDER BY id")))
             #expect(rows.count == 500)
         }
@@ -218,11 +231,7 @@ import TestSupport
     /// too, never the overwritten frames.
     @Test func aSnapshotWhollyCheckpointedIgnoresARestartedWAL() throws {
         let folder = try TemporaryFolder("decoder-wal")
-        let path = folder.file("w.db")
-        try makeDatabase(path, "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v);")
-        let writer = try Connection(path: path, mode: .readWrite)
-        try writer.execute("PRAGMA wal_autocheckpoint = 0")
-        try writer.execute("INSERT INTO t(v) SELECT randomblob(300) FROM (WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 2000) SELECT n FROM i)")
+        let (path, writer) = try Self.walTable(in: folder, rows: 2000)
         // Every frame backfilled, the -wal kept (and its frames still there).
         let checkpoint = try writer.rows("PRAGMA wal_checkpoint(PASSIVE)")
         #expect(checkpoint.first?[1] == checkpoint.first?[2])
@@ -235,12 +244,7 @@ import TestSupport
             #expect(snapshot.pages.seesWholeSnapshot)
             // The writer restarts the -wal: its first frames now hold other pages' new versions.
             try writer.execute("UPDATE t SET v = randomblob(300) WHERE id % 3 = 0")
-            let table = try #require(try reader.readSchema().table(named: "t"))
-            let layout = try snapshot.layout(table, columns: ["id", "v"])
-            var rows: [[Value]] = []
-            try snapshot.decoder(layout, claimed: ClaimedPages(pageCount: snapshot.pages.pageCount)).forEachRow {
-                rows.append($0.cells.map(\.value))
-            }
+            let rows = try Self.rowsOfT(snapshot, reader)
             #expect(rows.count == 2000)
             #expect(rows == (try reader.rows("SELECT id, v FROM t ORDER BY id")))
         }

@@ -276,21 +276,10 @@ enum Concurrently {
     /// for both, and returns both results; an error of the foreground is
     /// thrown first, then one of the background.
     static func run<A, B>(_ background: @escaping () throws -> A, _ foreground: () throws -> B) throws -> (A, B) {
-        let box = Box(background)
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(box as AnyObject).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let object = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
-            (object as! any Runnable).runWork()
-            return nil
-        }, context)
-        if rc != 0 {
-            Unmanaged<AnyObject>.fromOpaque(context).release()
-            box.runWork()
-        }
+        let pending = start(background)
         let front = Result { try foreground() }
-        if rc == 0 { pthread_join(thread, nil) }
+        let back = Result { try pending.wait() }
         let frontValue = try front.get()
-        return (try box.result!.get(), frontValue)
+        return (try back.get(), frontValue)
     }
 }
