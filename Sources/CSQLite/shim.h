@@ -14,6 +14,12 @@ static inline int litectl_db_config_bool(sqlite3 *db, int op, int value, int *ou
     return sqlite3_db_config(db, op, value, out);
 }
 
+/// sqlite3_config(SQLITE_CONFIG_MEMSTATUS, on): whether SQLite counts its
+/// memory (a global mutex taken on every allocation). Before sqlite3_initialize only.
+static inline int litectl_config_memstatus(int on) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, on);
+}
+
 /// SQLITE_TRANSIENT is a cast macro Swift cannot import.
 static inline sqlite3_destructor_type litectl_transient(void) {
     return SQLITE_TRANSIENT;

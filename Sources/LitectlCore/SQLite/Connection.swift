@@ -91,7 +91,13 @@ public final class Connection {
                  busyTimeout: busyTimeout)
     }
 
+    /// SQLite's memory statistics, which litectl never reads, cost a global
+    /// mutex on every allocation of every connection: off, once, before the
+    /// first connection initializes SQLite.
+    private static let memoryStatisticsOff: Void = { _ = litectl_config_memstatus(0) }()
+
     private func open(_ filename: String, flags: Int32, busyTimeout: Int) throws {
+        Connection.memoryStatisticsOff
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(filename, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
