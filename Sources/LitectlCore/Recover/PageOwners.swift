@@ -61,6 +61,17 @@ struct PageOwners {
         owners[Int(page)] = -1
     }
 
+    /// Returns every page of tree `tree` (and of its overflow chains) to
+    /// nobody, so that the tree can be walked again.
+    mutating func releaseTree(_ tree: Int) {
+        let owner = Int32(clamping: tree)
+        for page in owners.indices where owners[page] == owner
+            && (roles[page] == Role.tree.rawValue || roles[page] == Role.overflow.rawValue) {
+            roles[page] = 0
+            owners[page] = -1
+        }
+    }
+
     /// The unclaimed pages, in order. (The loops count up before use: with
     /// `pageCount` at UInt32.max, `page += 1` after the last page would trap.)
     func unclaimed() -> [UInt32] {

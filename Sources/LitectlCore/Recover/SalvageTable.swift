@@ -47,7 +47,9 @@ final class SalvageTable {
     private let defaults: ColumnDefaults
     private let encoding: TextEncoding
     /// Each column's field in the record (-1: none).
-    private let fieldOfColumn: [Int]
+    let fieldOfColumn: [Int]
+    /// Per record field, what `accepts` checks.
+    let fieldRules: [FieldRule]
 
     // What happened to the table, for the report.
     var rows = 0
@@ -66,6 +68,17 @@ final class SalvageTable {
     private var defaultSurvives: [Int: Bool] = [:]
     /// Rowid ranges of subtrees its walk could not reach: (low, high], nil unbounded.
     var lostRanges: [(low: Int64?, high: Int64?)] = []
+    /// Its rows were copied b-tree by b-tree by SQLite (see TreeCopy).
+    var treeCopied = false
+
+    /// Forgets what a walk found (before the table is walked again).
+    func forgetWalk() {
+        rows = 0
+        pagesRead = 0
+        damagedPages = 0
+        damaged = false
+        lostRanges = []
+    }
 
     var storedFieldCount: Int { fieldColumns.count }
 
@@ -124,6 +137,7 @@ final class SalvageTable {
             if indexed == .integer(0) { alias = primaryKey[0] }
         }
         rowidAlias = alias
+        fieldRules = SalvageTable.rules(columns, fields: fields, alias: alias, strict: strict)
         var rowidName: String?
         if !withoutRowid && alias == nil {
             rowidName = ["rowid", "_rowid_", "oid"].first { candidate in !columns.contains { sameSQLName($0.name, candidate) } }
@@ -169,28 +183,61 @@ final class SalvageTable {
     /// TEXT affinity would have turned into text).
     func accepts(_ record: SalvagedRecord) -> Bool {
         guard record.count >= 1, record.count <= storedFieldCount else { return false }
-        for f in 0..<record.count {
-            let cid = fieldColumns[f]
-            guard cid >= 0 else { continue }
-            let column = columns[cid]
-            let stored = StoredClass(serialType: record.type(f))
-            if cid == rowidAlias {
-                if stored != .null { return false }
-                continue
-            }
-            if column.notNull && stored == .null { return false }
-            if strict && column.hidden == 0 {
-                switch (asciiUpper(column.declaredType), stored) {
-                case (_, .null), ("ANY", _): break
-                case ("INT", .integer), ("INTEGER", .integer), ("REAL", .real), ("REAL", .integer),
-                     ("TEXT", .text), ("BLOB", .blob): break
-                default: return false
+        return fieldRules.withUnsafeBufferPointer { rules in
+            for f in 0..<record.count {
+                let rule = rules[f]
+                guard rule.column >= 0 else { continue }
+                let stored = StoredClass(serialType: record.type(f))
+                if rule.isAlias {
+                    if stored != .null { return false }
+                    continue
                 }
-            } else if column.affinity == .text && (stored == .integer || stored == .real) {
-                return false
+                if rule.notNull && stored == .null { return false }
+                switch rule.strict {
+                case .none:
+                    if rule.affinity == .text && (stored == .integer || stored == .real) { return false }
+                case .any?:
+                    break
+                case let type?:
+                    switch (type, stored) {
+                    case (_, .null), (.integer, .integer), (.real, .real), (.real, .integer), (.text, .text), (.blob, .blob): break
+                    default: return false
+                    }
+                }
             }
+            return true
         }
-        return true
+    }
+
+    /// What `accepts` checks of one record field, worked out once.
+    struct FieldRule {
+        enum StrictType { case any, integer, real, text, blob, unknown }
+        /// The column it is (-1: none).
+        var column: Int
+        var isAlias: Bool
+        var notNull: Bool
+        var affinity: Affinity
+        /// The STRICT type its value must have (nil: not STRICT, or a generated column).
+        var strict: StrictType?
+    }
+
+    private static func rules(_ columns: [Column], fields: [Int], alias: Int?, strict: Bool) -> [FieldRule] {
+        fields.map { cid in
+            guard cid >= 0 else { return FieldRule(column: -1, isAlias: false, notNull: false, affinity: .blob, strict: nil) }
+            let column = columns[cid]
+            var type: FieldRule.StrictType?
+            if strict && column.hidden == 0 {
+                switch asciiUpper(column.declaredType) {
+                case "ANY": type = .any
+                case "INT", "INTEGER": type = .integer
+                case "REAL": type = .real
+                case "TEXT": type = .text
+                case "BLOB": type = .blob
+                default: type = .unknown
+                }
+            }
+            return FieldRule(column: cid, isAlias: cid == alias, notNull: column.notNull, affinity: column.affinity, strict: type)
+        }
     }
 
     /// True when every record field count is exactly the table's.
