@@ -22,6 +22,9 @@ public struct RecoveryRequest: Sendable {
     public var replace = false
     /// Look at free pages for rows a damaged table lost (false: ignore the freelist).
     public var readFreelist = true
+    /// Let SQLite copy the tables whose b-trees are sound (TreeCopy); false
+    /// salvages every table row by row (the tests compare both ways).
+    var copiesSoundTrees = true
 
     public init(source: String, output: String) {
         self.source = source
@@ -123,6 +126,7 @@ final class RecoveryRun {
         lost = LostAndFound(database: out)
         do {
             try createTables()
+            try copySoundTrees()
             try copyTables()
             try walkIndexes()
             claimFreelist()
@@ -214,7 +218,7 @@ final class RecoveryRun {
     /// Copies every table's rows, walking its b-tree from its root.
     func copyTables() throws {
         let sequence = tables.values.first { sameSQLName($0.name, "sqlite_sequence") }
-        for table in tables.values.sorted(by: { $0.id < $1.id }) where table !== sequence {
+        for table in tables.values.sorted(by: { $0.id < $1.id }) where table !== sequence && !table.treeCopied {
             try walk(table)
         }
         guard let sequence else { return }
@@ -338,6 +342,7 @@ final class RecoveryRun {
     /// Makes the indexes (but UNIQUE ones, made before the rows), views and
     /// triggers (after the rows, so that none fires), in schema order.
     func createLaterObjects() throws {
+        let copied = Set(tables.values.filter(\.treeCopied).map { sqlNameKey($0.name) })
         for entry in schema.sorted(by: { $0.order < $1.order }) where entry.type != "table" {
             guard let sql = entry.sql else {
                 if entry.type != "index" { failures.append(.init(type: entry.type, name: entry.name, message: "its CREATE statement is lost")) }
@@ -347,6 +352,8 @@ final class RecoveryRun {
             switch entry.type {
             case "index":
                 if RecoveredDatabase.isCreate(.uniqueIndex, sql) { continue }
+                // Made before the rows of a table copied b-tree by b-tree (TreeCopy).
+                if copied.contains(sqlNameKey(entry.tableName)) { continue }
                 kind = .index
             case "view": kind = .view
             case "trigger": kind = .trigger
@@ -375,7 +382,8 @@ final class RecoveryRun {
         for table in tables.values {
             results.append(.init(name: table.name, root: table.root, rows: table.rows, lostAndFoundRows: table.lostRows,
                                  pagesRead: table.pagesRead, pagesDamaged: table.damagedPages,
-                                 pagesAttached: table.pagesAttached, generic: table.generic, damaged: table.damaged))
+                                 pagesAttached: table.pagesAttached, generic: table.generic, damaged: table.damaged,
+                                 treeCopied: table.treeCopied))
         }
         results.sort { sqlNameKey($0.name).lexicographicallyPrecedes(sqlNameKey($1.name)) }
         let damaged = walker.damage.keys.sorted().map { RecoveryReport.DamagedPage(page: $0, problem: walker.damage[$0] ?? "") }

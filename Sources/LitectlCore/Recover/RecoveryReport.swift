@@ -23,6 +23,9 @@ public struct RecoveryReport: Sendable {
         public var generic: Bool
         /// Something of it was damaged or could not be copied.
         public var damaged: Bool
+        /// Its b-trees were sound, and SQLite copied them with its indexes as
+        /// they were (rather than row by row and index by index).
+        public var treeCopied: Bool
     }
 
     /// An R*Tree virtual table: copied as it was, or built again through its
@@ -113,6 +116,7 @@ public struct RecoveryReport: Sendable {
                     ("pages_attached", .integer(Int64(table.pagesAttached))),
                     ("schema_lost", .bool(table.generic)),
                     ("damaged", .bool(table.damaged)),
+                    ("tree_copied", .bool(table.treeCopied)),
                 ])
             })),
             ("rtrees", .array(rtrees.map { rtree in

@@ -12,7 +12,11 @@ struct Recover: ParsableCommand {
             SQLite's b-tree code (which gives up at the first bad page), and never \
             written; a -wal beside it is read too (its committed frames, checksums \
             checked). OUT is built in a hidden temporary file beside it, fsynced and \
-            renamed into place; an existing OUT is refused unless --force.
+            renamed into place; an existing OUT is refused unless --force. A table \
+            whose b-trees the reader finds sound, with indexes that hold exactly its \
+            rows in order, is copied by SQLite record by record with its indexes (as \
+            VACUUM copies), while the reader proves it; the others are salvaged row by \
+            row.
 
             What is recovered: the schema from whatever sqlite_schema pages survive \
             (tables whose schema row is lost get a table recovered_root_N with columns \
