@@ -303,6 +303,16 @@ final class RecoveredDatabase {
 
     // MARK: Finishing
 
+    /// Sends what has been written so far to the disk (through a second
+    /// descriptor, so that another thread may be writing meanwhile): the
+    /// fsync before the rename then has less to wait for.
+    func flushWritten() {
+        let fd = open(temporary.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fdatasync(fd)
+        close(fd)
+    }
+
     /// Commits, puts the journal mode the damaged file had, closes, fsyncs
     /// and renames the file to OUT.
     func commit() throws {

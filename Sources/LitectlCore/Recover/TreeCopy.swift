@@ -88,17 +88,24 @@ extension RecoveryRun {
         // memory: the pages it holds are the few the copy changes of those
         // already in the file).
         try db.execute("PRAGMA main.journal_mode = MEMORY")
-        // Only statements SQLite compiles as a transfer run (any other would
-        // write rows it decoded, or give them new rowids).
+        // Only tables SQLite sees as the reader does (the same root pages),
+        // and statements SQLite compiles as a transfer (any other would write
+        // rows it decoded, or give them new rowids).
         var kept: [TreeCopyPlan] = []
         for var plan in plans {
-            if RecoveryRun.isTransfer(db, plan.table.name) { kept.append(plan) } else { try dropEarlyIndexes(of: &plan) }
+            if RecoveryRun.sourceMatches(db, plan) && RecoveryRun.isTransfer(db, plan.table.name) {
+                kept.append(plan)
+            } else {
+                try dropEarlyIndexes(of: &plan)
+            }
         }
         plans = kept
         let names = plans.map { $0.table.name }
         let copying = Concurrently.start { try RecoveryRun.transfer(db, names) }
         var proved: [Int?] = []
         for index in plans.indices { proved.append(prove(&plans[index])) }
+        // The proof usually ends first: meanwhile, the pages copied so far go to disk.
+        out.flushWritten()
         let copied = try copying.wait()
         try db.execute("PRAGMA main.journal_mode = OFF")
         try db.execute("DETACH \(RecoveryRun.sourceSchema)")
@@ -136,7 +143,7 @@ extension RecoveryRun {
 
     /// The tables that may be copied, their indexes made (empty) in the new database.
     private func planTreeCopies() throws -> [TreeCopyPlan] {
-        guard request.copiesSoundTrees, file.wal == nil, file.encoding == .utf8, file.header.valid,
+        guard request.copiesSoundTrees, !schemaDamaged, file.wal == nil, file.encoding == .utf8, file.header.valid,
               DamagedFile.pageSize(field: file.header.pageSizeField) == file.pageSize else { return [] }
         var lookup = SchemaLookup()
         for entry in schema {
@@ -254,6 +261,29 @@ extension RecoveryRun {
     }
 
     // MARK: Copying (on the second thread)
+
+    /// True when SQLite's schema of the attached file names the table once,
+    /// at the root page the reader walks, and names for it exactly the
+    /// indexes the plan proves, at the same root pages (the copy takes each
+    /// index from a source index of the same shape: it must be one proved).
+    static func sourceMatches(_ db: Connection, _ plan: TreeCopyPlan) -> Bool {
+        guard let rows = try? db.rows("""
+            SELECT type, name, rootpage FROM \(sourceSchema).sqlite_schema
+            WHERE (type = 'table' AND name = ?1 COLLATE NOCASE) OR (type = 'index' AND tbl_name = ?1 COLLATE NOCASE)
+            """, [.text(Array(plan.table.name.utf8))]) else { return false }
+        var tables: [Int64] = []
+        var indexes: [[UInt8]: Int64] = [:]
+        for row in rows {
+            guard case .text(let type) = row[0], case .text(let name) = row[1], case .integer(let root) = row[2] else { return false }
+            if type == Array("table".utf8) {
+                tables.append(root)
+            } else if indexes.updateValue(root, forKey: name.map(asciiLower)) != nil {
+                return false
+            }
+        }
+        guard tables == [Int64(plan.table.root)], indexes.count == plan.indexes.count else { return false }
+        return plan.indexes.allSatisfy { indexes[sqlNameKey($0.name)] == Int64($0.root) }
+    }
 
     /// True when SQLite compiles the copy of table `name` as a transfer of
     /// records (its program reads whole records, RowData or RowCell).
