@@ -181,6 +181,56 @@ import TestSupport
         #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
     }
 
+    /// A table whose interior pages each point many times at the same child
+    /// (120 × 120 × 120 paths to one leaf): SQLite's cursor does not notice
+    /// a page reached twice and would copy the leaf's rows 1.7 million times;
+    /// the proof refuses the tree at once and stops the copy. The leaf's rows
+    /// are salvaged once.
+    @Test func aCopyThroughATreeThatRevisitsPagesIsStopped() throws {
+        let folder = try TemporaryFolder("treecopy")
+        let source = folder.file("source.db")
+        try makeDatabase(source, """
+            PRAGMA page_size = 1024;
+            CREATE TABLE x(a, b);
+            INSERT INTO x SELECT value, 'row ' || value FROM generate_series(1, 30);
+            """)
+        #expect(try sqlite3Scalar(source, "SELECT rootpage FROM sqlite_schema WHERE name = 'x'") == "2")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+        let pageSize = 1024
+        #expect(bytes.count == 2 * pageSize)
+        let leaf = Array(bytes[pageSize..<(2 * pageSize)])
+        /// An interior table page whose 120 cells and right child all point at `child`.
+        func interior(pointingAt child: UInt32) -> [UInt8] {
+            var page = [UInt8](repeating: 0, count: pageSize)
+            let cells = 120
+            let start = pageSize - 5 * cells
+            page[0] = 0x05
+            page[3] = UInt8(cells >> 8); page[4] = UInt8(cells & 0xFF)
+            page[5] = UInt8(start >> 8); page[6] = UInt8(start & 0xFF)
+            let childBytes = [UInt8(child >> 24), UInt8(child >> 16 & 0xFF), UInt8(child >> 8 & 0xFF), UInt8(child & 0xFF)]
+            page.replaceSubrange(8..<12, with: childBytes)
+            for i in 0..<cells {
+                let at = start + 5 * i
+                page[12 + 2 * i] = UInt8(at >> 8); page[13 + 2 * i] = UInt8(at & 0xFF)
+                page.replaceSubrange(at..<(at + 4), with: childBytes)
+                page[at + 4] = UInt8(i + 1)
+            }
+            return page
+        }
+        bytes.replaceSubrange(pageSize..<(2 * pageSize), with: interior(pointingAt: 3))
+        bytes += interior(pointingAt: 4) + interior(pointingAt: 5) + leaf
+        bytes[28] = 0; bytes[29] = 0; bytes[30] = 0; bytes[31] = 5
+        try Data(bytes).write(to: URL(fileURLWithPath: source))
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
+        let x = try #require(report.tables.first { $0.name == "x" })
+        #expect(!x.treeCopied)
+        #expect(report.copiesRefused == 1, "the copy was stopped (or never begun), not left to run")
+        #expect(x.rows == 30, "\(report.lines.joined(separator: "\n"))")
+        #expect(try sqlite3Scalar(out, "SELECT count(*) FROM x") == "30")
+        #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
+    }
+
     // MARK: The orderings against SQLite's
 
     /// Random values of every storage class, sorted by SQLite under each
@@ -192,7 +242,7 @@ import TestSupport
         try db.execute("CREATE TABLE v(x)")
         var rng = SplitMix64(state: 0x7EE)
         let insert = try db.prepare("INSERT INTO v(x) VALUES (?1)")
-        let letters = Array("aAbBzZ _-é".unicodeScalars)
+        let letters = Array("aAbBzZ _-é\u{0}".unicodeScalars)
         for _ in 0..<600 {
             let value: Value
             switch rng.next() % 6 {

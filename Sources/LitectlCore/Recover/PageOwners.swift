@@ -61,11 +61,12 @@ struct PageOwners {
         owners[Int(page)] = -1
     }
 
-    /// Returns every page of tree `tree` (and of its overflow chains) to
-    /// nobody, so that the tree can be walked again.
-    mutating func releaseTree(_ tree: Int) {
-        let owner = Int32(clamping: tree)
-        for page in owners.indices where owners[page] == owner
+    /// Returns every page of the trees `trees` (and of their overflow chains)
+    /// to nobody, so that they can be walked again (one pass over the file).
+    mutating func releaseTrees(_ trees: Set<Int>) {
+        guard !trees.isEmpty else { return }
+        let owned = Set(trees.map { Int32(clamping: $0) })
+        for page in owners.indices where owners[page] >= 0 && owned.contains(owners[page])
             && (roles[page] == Role.tree.rawValue || roles[page] == Role.overflow.rawValue) {
             roles[page] = 0
             owners[page] = -1

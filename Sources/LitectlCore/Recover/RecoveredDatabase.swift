@@ -303,14 +303,14 @@ final class RecoveredDatabase {
 
     // MARK: Finishing
 
-    /// Sends what has been written so far to the disk (through a second
-    /// descriptor, so that another thread may be writing meanwhile): the
-    /// fsync before the rename then has less to wait for.
+    /// Sends what has been written so far to the disk (while another thread
+    /// may be writing): the fsync before the rename then has less to wait for.
     func flushWritten() {
-        let fd = open(temporary.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fdatasync(fd)
-        close(fd)
+        // The temporary file's own descriptor, kept open: closing another one
+        // would drop the locks SQLite holds on the file (POSIX locks belong
+        // to the process, per file).
+        guard temporary.descriptor >= 0 else { return }
+        _ = fdatasync(temporary.descriptor)
     }
 
     /// Commits, puts the journal mode the damaged file had, closes, fsyncs

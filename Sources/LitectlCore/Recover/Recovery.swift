@@ -82,6 +82,8 @@ final class RecoveryRun {
     /// R*Trees whose schema rows wait for their shadow tables' rows.
     var rtreePlans: [RTreePlan] = []
     var rtreeResults: [RecoveryReport.RTreeResult] = []
+    /// Copies stopped or never begun because their table's proof failed (TreeCopy).
+    var copiesRefused = 0
 
     init(_ request: RecoveryRequest, progress: ((CopyProgress) -> Void)?) throws {
         self.request = request
@@ -397,6 +399,6 @@ final class RecoveryRun {
             unreadableCells: unreadableCells, orphanPages: orphanPages, unaccountedPages: unaccountedPages,
             rtrees: rtreeResults.sorted { sqlNameKey($0.name).lexicographicallyPrecedes(sqlNameKey($1.name)) },
             freelistPages: freelistPages, freelistRowsIgnored: freelistRowsIgnored, schemaDamaged: schemaDamaged,
-            objectsNotRecreated: failures, problems: problems, sound: sound)
+            objectsNotRecreated: failures, problems: problems, sound: sound, copiesRefused: copiesRefused)
     }
 }

@@ -85,6 +85,9 @@ public struct RecoveryReport: Sendable {
     public var problems: [String]
     /// The source was sound and every row was copied.
     public var sound: Bool
+    /// Copies stopped, or never begun, because the proof refused their
+    /// tables' b-trees (for the tests; not in the report).
+    var copiesRefused = 0
 
     public var rowsRecovered: Int { tables.reduce(0) { $0 + $1.rows } }
 

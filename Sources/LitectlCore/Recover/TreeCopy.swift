@@ -20,6 +20,9 @@
 // indexes, or collations other than BINARY, NOCASE and RTRIM: their rows
 // cannot be proved here.
 
+import CSQLite
+import Synchronization
+
 /// A collation this reader can order keys by.
 enum KeyCollation {
     case binary, nocase, rtrim
@@ -72,15 +75,18 @@ extension RecoveryRun {
         var plans = try planTreeCopies()
         guard !plans.isEmpty else { return }
         let db = out.db
-        // ATTACH, DETACH and journal modes change outside a transaction.
-        try db.execute("COMMIT")
+        // ATTACH, DETACH and journal modes change outside a transaction. The
+        // file's schema is read with writable_schema off, so that SQLite
+        // refuses a schema whose rows disagree with their SQL (with it on, it
+        // would skip such rows, and copy from b-trees other than those proved).
+        try db.execute("COMMIT; PRAGMA writable_schema = OFF;")
         do {
             let attach = try db.prepare("ATTACH ?1 AS \(RecoveryRun.sourceSchema)")
             try attach.bind([.text(Array((Connection.fileURI(request.source) + "?mode=ro&immutable=1").utf8))])
             try attach.step()
         } catch {
             try dropEarlyIndexes(&plans)
-            try db.execute("BEGIN")
+            try db.execute("PRAGMA writable_schema = ON; BEGIN;")
             return
         }
         // Each table is copied in a transaction of its own, which a page
@@ -91,9 +97,10 @@ extension RecoveryRun {
         // Only tables SQLite sees as the reader does (the same root pages),
         // and statements SQLite compiles as a transfer (any other would write
         // rows it decoded, or give them new rowids).
+        let roots = RecoveryRun.sourceRoots(db)
         var kept: [TreeCopyPlan] = []
         for var plan in plans {
-            if RecoveryRun.sourceMatches(db, plan) && RecoveryRun.isTransfer(db, plan.table.name) {
+            if let roots, RecoveryRun.sourceMatches(roots, plan) && RecoveryRun.isTransfer(db, plan.table.name) {
                 kept.append(plan)
             } else {
                 try dropEarlyIndexes(of: &plan)
@@ -101,19 +108,35 @@ extension RecoveryRun {
         }
         plans = kept
         let names = plans.map { $0.table.name }
-        let copying = Concurrently.start { try RecoveryRun.transfer(db, names) }
+        // A copy whose table the proof refuses is interrupted: SQLite does not
+        // notice a page reached twice, and would loop through such a tree.
+        let control = CopyControl()
+        let handle = db.rawHandle
+        sqlite3_progress_handler(handle, 1000, { context in
+            Unmanaged<CopyControl>.fromOpaque(context!).takeUnretainedValue().shouldStop ? 1 : 0
+        }, Unmanaged.passUnretained(control).toOpaque())
+        let copying = Concurrently.start { try RecoveryRun.transfer(db, names, control) }
         var proved: [Int?] = []
-        for index in plans.indices { proved.append(prove(&plans[index])) }
+        let seed = (UInt64.random(in: 0...UInt64.max), UInt64.random(in: 0...UInt64.max))
+        for index in plans.indices {
+            let rows = prove(&plans[index], seed: seed)
+            if rows == nil { control.refuse(index) }
+            proved.append(rows)
+        }
         // The proof usually ends first: meanwhile, the pages copied so far go to disk.
         out.flushWritten()
-        let copied = try copying.wait()
+        let copied = Result { try copying.wait() }
+        sqlite3_progress_handler(handle, 0, nil, nil)
         try db.execute("PRAGMA main.journal_mode = OFF")
         try db.execute("DETACH \(RecoveryRun.sourceSchema)")
-        try db.execute("BEGIN")
+        try db.execute("PRAGMA writable_schema = ON; BEGIN;")
+        let done = try copied.get()
+        copiesRefused += done.filter { $0 == .stopped }.count
+        var released = Set<Int>()
         for index in plans.indices {
             var plan = plans[index]
             let table = plan.table
-            if let rows = proved[index], copied[index],
+            if let rows = proved[index], done[index] == .copied,
                try db.scalar("SELECT count(*) FROM main.\(quoteIdentifier(table.name))") == .integer(Int64(rows)) {
                 table.rows = rows
                 table.treeCopied = true
@@ -122,10 +145,11 @@ extension RecoveryRun {
             // Salvaged row by row instead, from a clean start.
             try db.execute("DELETE FROM main.\(quoteIdentifier(table.name))")
             try dropEarlyIndexes(of: &plan)
-            owners.releaseTree(table.id)
-            for tree in plan.indexTrees { owners.releaseTree(tree) }
+            released.insert(table.id)
+            released.formUnion(plan.indexTrees)
             table.forgetWalk()
         }
+        owners.releaseTrees(released)
         payloads.trim()
     }
 
@@ -164,8 +188,16 @@ extension RecoveryRun {
                 guard let sql = entry.sql, !RecoveredDatabase.isCreate(.uniqueIndex, sql) else { continue }
                 do {
                     try out.create(.index, sql: sql)
-                    plan.earlyIndexes.append(entry.name)
                 } catch {
+                    made = false
+                    break
+                }
+                // The name its SQL gives, which a damaged schema row may not.
+                guard case .text(let created)? = try out.db.scalar(
+                    "SELECT name FROM main.sqlite_schema WHERE type = 'index' ORDER BY rowid DESC LIMIT 1") else { made = false; break }
+                let name = String(decoding: created, as: UTF8.self)
+                plan.earlyIndexes.append(name)
+                if !sameSQLName(name, entry.name) {
                     made = false
                     break
                 }
@@ -262,27 +294,36 @@ extension RecoveryRun {
 
     // MARK: Copying (on the second thread)
 
+    /// The attached file's schema rows as SQLite reads them: per table name
+    /// (ASCII case folded) its table rows' root pages, and its indexes' names
+    /// and root pages (nil when they cannot be read).
+    static func sourceRoots(_ db: Connection) -> [[UInt8]: (tables: [Int64], indexes: [[UInt8]: Int64], duplicate: Bool)]? {
+        guard let rows = try? db.rows("SELECT type, name, tbl_name, rootpage FROM \(sourceSchema).sqlite_schema") else { return nil }
+        var roots: [[UInt8]: (tables: [Int64], indexes: [[UInt8]: Int64], duplicate: Bool)] = [:]
+        for row in rows {
+            guard case .text(let type) = row[0], case .text(let name) = row[1], case .text(let table) = row[2] else { continue }
+            let root: Int64
+            if case .integer(let r) = row[3] { root = r } else { root = 0 }
+            if type == Array("table".utf8) {
+                roots[name.map(asciiLower), default: ([], [:], false)].tables.append(root)
+            } else if type == Array("index".utf8) {
+                let key = table.map(asciiLower)
+                if roots[key, default: ([], [:], false)].indexes.updateValue(root, forKey: name.map(asciiLower)) != nil {
+                    roots[key]?.duplicate = true
+                }
+            }
+        }
+        return roots
+    }
+
     /// True when SQLite's schema of the attached file names the table once,
     /// at the root page the reader walks, and names for it exactly the
     /// indexes the plan proves, at the same root pages (the copy takes each
     /// index from a source index of the same shape: it must be one proved).
-    static func sourceMatches(_ db: Connection, _ plan: TreeCopyPlan) -> Bool {
-        guard let rows = try? db.rows("""
-            SELECT type, name, rootpage FROM \(sourceSchema).sqlite_schema
-            WHERE (type = 'table' AND name = ?1 COLLATE NOCASE) OR (type = 'index' AND tbl_name = ?1 COLLATE NOCASE)
-            """, [.text(Array(plan.table.name.utf8))]) else { return false }
-        var tables: [Int64] = []
-        var indexes: [[UInt8]: Int64] = [:]
-        for row in rows {
-            guard case .text(let type) = row[0], case .text(let name) = row[1], case .integer(let root) = row[2] else { return false }
-            if type == Array("table".utf8) {
-                tables.append(root)
-            } else if indexes.updateValue(root, forKey: name.map(asciiLower)) != nil {
-                return false
-            }
-        }
-        guard tables == [Int64(plan.table.root)], indexes.count == plan.indexes.count else { return false }
-        return plan.indexes.allSatisfy { indexes[sqlNameKey($0.name)] == Int64($0.root) }
+    static func sourceMatches(_ roots: [[UInt8]: (tables: [Int64], indexes: [[UInt8]: Int64], duplicate: Bool)], _ plan: TreeCopyPlan) -> Bool {
+        guard let entry = roots[sqlNameKey(plan.table.name)], !entry.duplicate,
+              entry.tables == [Int64(plan.table.root)], entry.indexes.count == plan.indexes.count else { return false }
+        return plan.indexes.allSatisfy { entry.indexes[sqlNameKey($0.name)] == Int64($0.root) }
     }
 
     /// True when SQLite compiles the copy of table `name` as a transfer of
@@ -296,22 +337,37 @@ extension RecoveryRun {
     }
 
     /// Copies each table, each in a transaction of its own; false for one
-    /// SQLite could not copy (a page it found corrupt: the transaction rolled
-    /// back). A full disk or lack of memory ends the run.
-    static func transfer(_ db: Connection, _ names: [String]) throws -> [Bool] {
-        var copied: [Bool] = []
-        for name in names {
+    /// SQLite could not copy (a page it found corrupt) or whose proof failed
+    /// (the copy interrupted): its transaction rolled back. A full disk or
+    /// lack of memory ends the run.
+    static func transfer(_ db: Connection, _ names: [String], _ control: CopyControl) throws -> [CopyOutcome] {
+        var outcomes: [CopyOutcome] = []
+        for (index, name) in names.enumerated() {
+            guard control.begin(index) else {
+                outcomes.append(.stopped)
+                continue
+            }
             let q = quoteIdentifier(name)
             do {
                 try db.execute("INSERT INTO main.\(q) SELECT * FROM \(sourceSchema).\(q)")
-                copied.append(true)
+                outcomes.append(.copied)
             } catch let error as DatabaseError where error.code.matches(.full) || error.code.matches(.nomem) {
                 throw error
+            } catch let error as DatabaseError where error.code.matches(.interrupt) {
+                outcomes.append(.stopped)
             } catch {
-                copied.append(false)
+                outcomes.append(.failed)
             }
         }
-        return copied
+        return outcomes
+    }
+
+    enum CopyOutcome {
+        case copied
+        /// SQLite could not copy it (a page it found corrupt).
+        case failed
+        /// Stopped (or never begun) because the proof refused it.
+        case stopped
     }
 
     // MARK: Proving (on this thread)
@@ -320,7 +376,7 @@ extension RecoveryRun {
 
     /// Walks the table's b-tree and its indexes' (claiming their pages);
     /// the table's row count when everything above holds, else nil.
-    private func prove(_ plan: inout TreeCopyPlan) -> Int? {
+    private func prove(_ plan: inout TreeCopyPlan, seed: (UInt64, UInt64)) -> Int? {
         let table = plan.table
         let payloads = self.payloads
         let rules = table.fieldRules
@@ -340,7 +396,8 @@ extension RecoveryRun {
                 guard cell.trust == .sound else { throw NotCopyable() }
                 let payload = payloads.payload(cell.cell, page: cell.bytes, tree: table.id, owners: &owners)
                 guard payload.complete, record.parse(payload), record.isComplete, record.count == fieldCount,
-                      table.accepts(record), RecoveryRun.unchangedByAffinity(record, rules) else { throw NotCopyable() }
+                      RecoveryRun.plainFields(record), table.accepts(record),
+                      RecoveryRun.unchangedByAffinity(record, rules) else { throw NotCopyable() }
                 let rowid = cell.cell.rowid
                 if let order {
                     guard order.admit(record, unique: false) else { throw NotCopyable() }
@@ -353,7 +410,7 @@ extension RecoveryRun {
                     last = rowid
                 }
                 for i in sources.indices {
-                    var hash = EntryHash()
+                    var hash = EntryHash(seed)
                     for source in sources[i] {
                         if source < 0 { hash.add(.integer(rowid)) } else if let value = record.cell(source) { hash.add(value) } else { throw NotCopyable() }
                     }
@@ -374,8 +431,8 @@ extension RecoveryRun {
                     guard cell.trust == .sound else { throw NotCopyable() }
                     let payload = payloads.payload(cell.cell, page: cell.bytes, tree: tree, owners: &owners)
                     guard payload.complete, record.parse(payload), record.isComplete, record.count == width,
-                          order.admit(record, unique: shape.unique) else { throw NotCopyable() }
-                    var hash = EntryHash()
+                          RecoveryRun.plainFields(record), order.admit(record, unique: shape.unique) else { throw NotCopyable() }
+                    var hash = EntryHash(seed)
                     for f in 0..<width {
                         guard let value = record.cell(f) else { throw NotCopyable() }
                         hash.add(value)
@@ -388,6 +445,20 @@ extension RecoveryRun {
             return nil
         }
         return rows
+    }
+
+    /// True when no field of `record` is one the reader and SQLite read
+    /// differently: serial types 10 and 11 (reserved), or a REAL whose bytes
+    /// are a NaN (SQLite reads it as NULL).
+    static func plainFields(_ record: SalvagedRecord) -> Bool {
+        for f in 0..<record.count {
+            switch record.type(f) {
+            case 10, 11: return false
+            case 7: if case .real(let d)? = record.cell(f), d.isNaN { return false }
+            default: break
+            }
+        }
+        return true
     }
 
     /// True when no value of `record` is one that writing it to its column
@@ -441,14 +512,20 @@ extension RecoveryRun {
     }
 }
 
-/// One entry's hash: two 64-bit lanes over its values, each value as SQLite
-/// compares it (an integer and a REAL of the same whole value alike). Not a
-/// cryptographic hash: it tells an index from its table's rows when pages
-/// were damaged by accident (a file made to fool it only fails
-/// integrity_check afterwards).
+/// One entry's hash: two 64-bit lanes over its values (an integer and a REAL
+/// of the same whole value alike, as SQLite stores a whole REAL as an integer
+/// where it may). Not a cryptographic hash, but seeded per run: it tells an
+/// index from its table's rows when pages were damaged.
 struct EntryHash {
-    private var a: UInt64 = 0x243F_6A88_85A3_08D3
-    private var b: UInt64 = 0x1319_8A2E_0370_7344
+    private var a: UInt64
+    private var b: UInt64
+
+    /// Lanes started from a seed drawn for each run, so that no file can be
+    /// made ahead of time whose index sums match rows they do not hold.
+    init(_ seed: (UInt64, UInt64)) {
+        a = seed.0 ^ 0x243F_6A88_85A3_08D3
+        b = seed.1 ^ 0x1319_8A2E_0370_7344
+    }
 
     private mutating func mix(_ v: UInt64) {
         a = (a ^ v) &* 0x9E37_79B9_7F4A_7C15
@@ -465,7 +542,8 @@ struct EntryHash {
             mix(0xA1)
             mix(UInt64(bitPattern: i))
         case .real(let d):
-            if let i = Int64(exactly: d) {
+            // A whole REAL hashes as the integer SQLite may store it as; -0.0 by its bits.
+            if let i = Int64(exactly: d), d.sign == .plus || d != 0 {
                 mix(0xA1)
                 mix(UInt64(bitPattern: i))
             } else {
@@ -616,16 +694,21 @@ final class EntryOrder {
         }
     }
 
-    /// NOCASE: bytes compared with ASCII capitals as small letters, then length.
+    /// NOCASE as SQLite's sqlite3StrNICmp and nocaseCollatingFunc compare:
+    /// bytes with ASCII capitals as small letters, stopping at a NUL in the
+    /// first; equal so far, the shorter first.
     private static func compareFolded(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        func fold(_ c: UInt8) -> Int { Int(c >= 0x41 && c <= 0x5A ? c + 0x20 : c) }
         let n = min(a.count, b.count)
+        var r = 0
         for i in 0..<n {
-            var x = a[i], y = b[i]
-            if x >= 0x41 && x <= 0x5A { x += 0x20 }
-            if y >= 0x41 && y <= 0x5A { y += 0x20 }
-            if x != y { return x < y ? -1 : 1 }
+            if a[i] == 0 || fold(a[i]) != fold(b[i]) {
+                r = fold(a[i]) - fold(b[i])
+                break
+            }
         }
-        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+        if r == 0 { r = a.count - b.count }
+        return r == 0 ? 0 : (r < 0 ? -1 : 1)
     }
 
     /// RTRIM: the text without its trailing spaces.
@@ -634,4 +717,30 @@ final class EntryOrder {
         while n > 0 && bytes[n - 1] == 0x20 { n -= 1 }
         return UnsafeRawBufferPointer(rebasing: bytes[0..<n])
     }
+}
+
+/// Which copy the second thread runs, and which tables the proof refused
+/// (whose copies stop at SQLite's next progress callback).
+final class CopyControl: Sendable {
+    private struct State {
+        var current = -1
+        var refused = Set<Int>()
+    }
+
+    private let state = Mutex(State())
+
+    /// Marks copy `index` as running; false when its proof already failed.
+    func begin(_ index: Int) -> Bool {
+        state.withLock { state in
+            state.current = index
+            return !state.refused.contains(index)
+        }
+    }
+
+    func refuse(_ index: Int) {
+        _ = state.withLock { $0.refused.insert(index) }
+    }
+
+    /// True when the running copy's table was refused.
+    var shouldStop: Bool { state.withLock { $0.refused.contains($0.current) } }
 }
