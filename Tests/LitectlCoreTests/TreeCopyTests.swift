@@ -24,7 +24,8 @@ import TestSupport
         ("g", false),   // an expression index
         ("h", false),   // a partial index
         ("j", true),    // AUTOINCREMENT
-        ("k", true),    // no rowid alias, with an index, rowids with gaps
+        ("k", true),    // no rowid alias, with an index (twice, under two names), rowids with gaps
+        ("l", true),    // WITHOUT ROWID with a redundant UNIQUE index on its key: the table must not be copied from it
     ]
 
     static let schema = """
@@ -44,6 +45,9 @@ import TestSupport
         CREATE TABLE j(id INTEGER PRIMARY KEY AUTOINCREMENT, x);
         CREATE TABLE k(x TEXT, y);
         CREATE INDEX k_x ON k(x);
+        CREATE INDEX k_x_again ON k(x);
+        CREATE TABLE l(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+        CREATE UNIQUE INDEX l_k ON l(k);
         INSERT INTO a(name, score, at) SELECT (CASE value % 2 WHEN 0 THEN 'Name-' ELSE 'name-' END) || value,
             CASE value % 7 WHEN 0 THEN NULL WHEN 1 THEN value ELSE value / 3.0 END, '2024-01-' || (value % 28 + 1)
             FROM generate_series(1, 1500);
@@ -60,6 +64,7 @@ import TestSupport
         DELETE FROM j WHERE id > 290;
         INSERT INTO k SELECT 'v' || (value % 37), value FROM generate_series(1, 700);
         DELETE FROM k WHERE y % 3 = 0;
+        INSERT INTO l SELECT 'key ' || value, 'value ' || value FROM generate_series(1, 600);
         """
 
     @Test func eachKindOfTableTakesItsPathAndKeepsEveryRow() throws {
