@@ -13,12 +13,14 @@
 //     count, and a 128-bit sum of entry hashes), in ascending order under its
 //     collations and sort orders, with no duplicate key where it is UNIQUE.
 // That is what integrity_check would find of the copy. A table that fails any
-// of it is emptied and salvaged row by row as before. Nothing is copied this
-// way from a file with a -wal (SQLite and this reader would read different
-// pages), a header SQLite would read differently, or text that is not UTF-8;
-// nor tables with CHECK constraints, generated columns, expression or partial
-// indexes, or collations other than BINARY, NOCASE and RTRIM: their rows
-// cannot be proved here.
+// of it is emptied and salvaged row by row as before (its copy, if still
+// running, is interrupted: SQLite would loop through a tree that revisits
+// pages). Nothing is copied this way from a file with a -wal (SQLite and this
+// reader would read different pages), a damaged schema or header, or text
+// that is not UTF-8; nor tables with CHECK constraints, generated columns,
+// expression or partial indexes, or collations other than BINARY, NOCASE and
+// RTRIM: their rows cannot be proved here. A table is copied only from the
+// root pages the proof walked, as SQLite's own reading of the schema places them.
 
 import CSQLite
 import Synchronization
