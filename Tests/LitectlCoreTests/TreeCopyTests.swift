@@ -129,40 +129,26 @@ import TestSupport
     /// Duplicates under an index the schema calls UNIQUE (made by editing the
     /// schema): the copy would keep them; salvage puts the later ones in lost_and_found.
     @Test func duplicatesUnderAUniqueIndexSendTheTableRowByRow() throws {
-        let folder = try TemporaryFolder("treecopy")
-        let source = folder.file("source.db")
-        try makeDatabase(source, """
+        let u = try rowByRow("u", """
             CREATE TABLE u(id INTEGER PRIMARY KEY, code TEXT);
             INSERT INTO u(code) SELECT 'code ' || (value % 400) FROM generate_series(1, 402);
             CREATE INDEX u_code ON u(code);
             PRAGMA writable_schema = ON;
             UPDATE sqlite_schema SET sql = 'CREATE UNIQUE INDEX u_code ON u(code)' WHERE name = 'u_code';
             """)
-        let out = folder.file("out.db")
-        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
-        let u = try #require(report.tables.first { $0.name == "u" })
-        #expect(!u.treeCopied)
-        #expect(u.rows == 400 && u.lostAndFoundRows == 2, "\(report.lines.joined(separator: "\n"))")
-        #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
+        #expect(u.rows == 400 && u.lostAndFoundRows == 2)
     }
 
     /// NULLs in a column the schema now calls NOT NULL: salvage refuses those
     /// rows (lost_and_found); the copy would have kept them.
     @Test func rowsTheSchemaRefusesSendTheTableRowByRow() throws {
-        let folder = try TemporaryFolder("treecopy")
-        let source = folder.file("source.db")
-        try makeDatabase(source, """
+        let n = try rowByRow("n", """
             CREATE TABLE n(id INTEGER PRIMARY KEY, v TEXT);
             INSERT INTO n(v) SELECT CASE WHEN value % 100 = 0 THEN NULL ELSE 'v' || value END FROM generate_series(1, 500);
             PRAGMA writable_schema = ON;
             UPDATE sqlite_schema SET sql = 'CREATE TABLE n(id INTEGER PRIMARY KEY, v TEXT NOT NULL)' WHERE name = 'n';
             """)
-        let out = folder.file("out.db")
-        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
-        let n = try #require(report.tables.first { $0.name == "n" })
-        #expect(!n.treeCopied)
         #expect(n.rows == 495 && n.lostAndFoundRows == 5)
-        #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
     }
 
     /// Text that reads as a number in a column now declared NUMERIC (the
@@ -170,20 +156,13 @@ import TestSupport
     /// it, which a copy would not, so the table is salvaged row by row and
     /// comes out the same whichever path it could have taken.
     @Test func valuesAffinityWouldConvertSendTheTableRowByRow() throws {
-        let folder = try TemporaryFolder("treecopy")
-        let source = folder.file("source.db")
-        try makeDatabase(source, """
+        let i = try rowByRow("i", """
             CREATE TABLE i(id INTEGER PRIMARY KEY, n BLOB);
             INSERT INTO i(n) SELECT CASE WHEN value % 10 = 0 THEN ' ' || value || ' ' ELSE value END FROM generate_series(1, 300);
             PRAGMA writable_schema = ON;
             UPDATE sqlite_schema SET sql = 'CREATE TABLE i(id INTEGER PRIMARY KEY, n NUMERIC)' WHERE name = 'i';
             """)
-        let out = folder.file("out.db")
-        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
-        let i = try #require(report.tables.first { $0.name == "i" })
-        #expect(!i.treeCopied)
         #expect(i.rows == 300)
-        #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
     }
 
     /// A table whose interior pages each point many times at the same child
@@ -296,6 +275,20 @@ import TestSupport
     }
 
     // MARK: Helpers
+
+    /// Recovers a database made by `script`: table `name` must have been
+    /// salvaged row by row, and OUT must pass integrity_check.
+    func rowByRow(_ name: String, _ script: String) throws -> RecoveryReport.TableResult {
+        let folder = try TemporaryFolder("treecopy")
+        let source = folder.file("source.db")
+        try makeDatabase(source, script)
+        let out = folder.file("out.db")
+        let report = try Recovery.run(RecoveryRequest(source: source, output: out))
+        let table = try #require(report.tables.first { $0.name == name })
+        #expect(!table.treeCopied, "\(report.lines.joined(separator: "\n"))")
+        #expect(try sqlite3Scalar(out, "PRAGMA integrity_check") == "ok")
+        return table
+    }
 
     /// A table of 2,000 rows with an index of several leaves.
     func indexedTable() throws -> (TemporaryFolder, String) {

@@ -24,8 +24,6 @@ struct SalvagedRecord {
 
     /// Every field's bytes could be read.
     var isComplete: Bool { count == 0 || storage.fields[count - 1].end <= available }
-    /// Where the record's last field ends (the bytes it takes).
-    var end: Int { count == 0 ? 0 : storage.fields[count - 1].end }
 
     /// Parses the record in `payload`; false when its header is not well
     /// formed or could not be read whole (then the record is no row at all).
