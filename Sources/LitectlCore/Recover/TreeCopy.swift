@@ -328,11 +328,16 @@ extension RecoveryRun {
         return plan.indexes.allSatisfy { entry.indexes[sqlNameKey($0.name)] == Int64($0.root) }
     }
 
+    /// The statement that copies table `name` (the one `isTransfer` checks is the one run).
+    static func copyStatement(_ name: String) -> String {
+        let q = quoteIdentifier(name)
+        return "INSERT INTO main.\(q) SELECT * FROM \(sourceSchema).\(q)"
+    }
+
     /// True when SQLite compiles the copy of table `name` as a transfer of
     /// records (its program reads whole records, RowData or RowCell).
     static func isTransfer(_ db: Connection, _ name: String) -> Bool {
-        let q = quoteIdentifier(name)
-        guard let program = try? db.rows("EXPLAIN INSERT INTO main.\(q) SELECT * FROM \(sourceSchema).\(q)") else { return false }
+        guard let program = try? db.rows("EXPLAIN " + copyStatement(name)) else { return false }
         return program.contains { step in
             step.count > 1 && (step[1] == .text(Array("RowData".utf8)) || step[1] == .text(Array("RowCell".utf8)))
         }
@@ -349,9 +354,8 @@ extension RecoveryRun {
                 outcomes.append(.stopped)
                 continue
             }
-            let q = quoteIdentifier(name)
             do {
-                try db.execute("INSERT INTO main.\(q) SELECT * FROM \(sourceSchema).\(q)")
+                try db.execute(copyStatement(name))
                 outcomes.append(.copied)
             } catch let error as DatabaseError where error.code.matches(.full) || error.code.matches(.nomem) {
                 throw error
