@@ -178,23 +178,22 @@ final class PageRowSums {
         apply(p, t, id, Result { try pageSum(t, bytes, page: UInt32(p), decoders: decoders, digester: digester) })
     }
 
+    /// A page's rows as `sum(of:worker:digester:)` gives them.
+    typealias PageSum = Result<(UInt256, Int, Bool), any Error>
+
     /// Adds the rows of pages that `needs` asked for, given in increasing
     /// order: decoded on up to `threads` threads, added in order. Call it once
     /// per run of pages asked about (even with none): it writes their cache
     /// entries, reused and new, in page order.
     func add(_ pages: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)], threads: Int) {
-        defer { writePending() }
         let n = min(threads, pages.count / 4)
         guard n >= 2 else {
             for page in pages { addOne(page.p, bytes: page.bytes, id: page.id) }
+            writePending()
             return
         }
-        while workerDecoders.count < n - 1 {
-            workerDecoders.append(tables.indices.map { t in
-                layouts[t].flatMap { layout in claims[t].map { reader.decoder(layout, claimed: $0) } }
-            })
-        }
-        var results = [Result<(UInt256, Int, Bool), any Error>?](repeating: nil, count: pages.count)
+        prepareWorkers(n)
+        var results = [PageSum?](repeating: nil, count: pages.count)
         results.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out, pages = pages
             nonisolated(unsafe) let sums = self
@@ -203,18 +202,39 @@ final class PageRowSums {
             let next = Locked(0)
             DispatchQueue.concurrentPerform(iterations: n) { w in
                 let digester = RowDigester()
-                let decoders = w == 0 ? sums.decoders : sums.workerDecoders[w - 1]
                 while true {
                     let from = next.withLock { k -> Int in k += 8; return k - 8 }
                     guard from < pages.count else { return }
-                    for k in from..<min(from + 8, pages.count) {
-                        let page = pages[k], t = Int(sums.owner[page.p]) - 1
-                        out[k] = Result { try sums.pageSum(t, page.bytes, page: UInt32(page.p), decoders: decoders, digester: digester) }
-                    }
+                    for k in from..<min(from + 8, pages.count) { out[k] = sums.sum(of: pages[k], worker: w, digester: digester) }
                 }
             }
         }
-        for (k, page) in pages.enumerated() { apply(page.p, Int(owner[page.p]) - 1, page.id, results[k]!) }
+        apply(pages, results.map { $0! })
+    }
+
+    /// Makes the decoders of workers 1 ..< n (worker 0 uses this object's
+    /// own): call it before `sum(of:worker:digester:)` runs on several threads.
+    func prepareWorkers(_ n: Int) {
+        while workerDecoders.count < n - 1 {
+            workerDecoders.append(tables.indices.map { t in
+                layouts[t].flatMap { layout in claims[t].map { reader.decoder(layout, claimed: $0) } }
+            })
+        }
+    }
+
+    /// The rows of a page that `needs` asked for, decoded with worker `w`'s
+    /// decoders: from any thread, one thread per worker at a time, each with
+    /// a digester of its own. `apply` adds them.
+    func sum(of page: (p: Int, id: PageID, bytes: UnsafeRawBufferPointer), worker w: Int, digester: RowDigester) -> PageSum {
+        let t = Int(owner[page.p]) - 1
+        return Result { try pageSum(t, page.bytes, page: UInt32(page.p), decoders: w == 0 ? decoders : workerDecoders[w - 1], digester: digester) }
+    }
+
+    /// Adds the sums `sum(of:worker:digester:)` gave for `pages` (in
+    /// increasing order), as `add` does, and writes their cache entries.
+    func apply(_ pages: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)], _ results: [PageSum]) {
+        for (k, page) in pages.enumerated() { apply(page.p, Int(owner[page.p]) - 1, page.id, results[k]) }
+        writePending()
     }
 
     private func writePending() {

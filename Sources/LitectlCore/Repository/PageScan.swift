@@ -68,7 +68,8 @@ final class BlobBuilder {
     private var group: [UInt8] = []
     private var groupFirst = 0
     private var full: [(first: Int, pages: [UInt8])] = []
-    private let workers: Int
+    /// How many threads may compress at once.
+    let workers: Int
     private let compressors: [ZstdCompressor]
 
     init(repository: Repository, writer: PackWriter, pageSize: Int) {
@@ -80,20 +81,54 @@ final class BlobBuilder {
         compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel) }
     }
 
+    /// Buffers of blobs stored, for the next ones (`recycle`): a fresh one
+    /// for each blob cost a page fault and a zeroing of every page of it.
+    private var spare: [[UInt8]] = []
+
     /// Adds the next claimed page (its claim position and bytes).
     func append(_ position: Int, _ page: UnsafeRawBufferPointer) {
         if group.isEmpty { groupFirst = position }
         group.append(contentsOf: page)
         if group.count == groupPages * pageSize {
             full.append((groupFirst, group))
-            group.removeAll(keepingCapacity: true)
+            group = spare.popLast() ?? []
+            group.reserveCapacity(groupPages * pageSize)
+        }
+    }
+
+    /// Takes back the buffers of blobs `takeFull` gave once they are stored.
+    func recycle(_ blobs: inout [(first: Int, pages: [UInt8])]) {
+        while var blob = blobs.popLast() {
+            blob.pages.removeAll(keepingCapacity: true)
+            if spare.count < 8 { spare.append(blob.pages) }
+        }
+    }
+
+    /// The blobs filled so far, to be compressed by the caller
+    /// (`compress(_:worker:)`) and then added in order (`add(_:compressed:)`).
+    func takeFull() -> [(first: Int, pages: [UInt8])] {
+        defer { full.removeAll() }
+        return full
+    }
+
+    /// One of the blobs `takeFull` gave, compressed with worker `w`'s compressor
+    /// (w < `workers`; from any thread, one thread per worker at a time).
+    func compress(_ blob: (first: Int, pages: [UInt8]), worker w: Int) throws -> [UInt8] {
+        try blob.pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
+    }
+
+    /// Adds blobs that `takeFull` gave, compressed, in the order it gave them.
+    func add(_ blobs: [(first: Int, pages: [UInt8])], compressed: [[UInt8]]) throws {
+        for (j, item) in blobs.enumerated() {
+            try writer.add(blob: compressed[j], first: item.first, pages: item.pages.count / pageSize, pageSizeLog2: log2)
         }
     }
 
     /// Stores the blobs filled so far.
     func drain() throws {
-        try store(full)
-        full.removeAll()
+        var blobs = takeFull()
+        try store(blobs)
+        recycle(&blobs)
     }
 
     /// Stores everything, the last blob partly filled.
@@ -257,8 +292,14 @@ extension RepoBackup {
         scan.refs = refs
 
         // Pages 2...: those claimed (stored in claim order) and those the row sums need.
+        // Each chunk's work is one parallel pass whose tasks the threads take
+        // as they come free (quick_check may hold a core meanwhile): the
+        // blobs the chunks before filled are compressed, and this chunk's pages
+        // checked and summed, 8 at a time. What goes in order follows the pass:
+        // the sums added, the blobs stored, the chunk's new pages put in blobs.
         let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
-        let threads = min(ProcessInfo.processInfo.activeProcessorCount, 4)
+        let threads = builder.workers
+        rowSums?.prepareWorkers(threads)
         let chunkPages = max(1, (2 << 20) / pageSize)
         var buffer = [UInt8](repeating: 0, count: chunkPages * pageSize)
         var p = 2
@@ -280,20 +321,48 @@ extension RepoBackup {
                 try readPages(q, r - q, into: &buffer, at: (q - p) * pageSize)
                 q = r
             }
-            if snapshot != nil {
-                // Read from the source, not the copy: each page must be the one its write was hashed as.
-                let wanted = (p..<end).filter { needed[$0 - p] }
-                let expected = wanted.map { refs.id($0 - 1, index: collector.classifier.base, writer: writer) }
-                let bad = Locked<Int?>(nil)
-                let chunkFirst = p
-                let n = min(threads, max(1, wanted.count / 8))
-                buffer.withUnsafeBytes { all in
-                    nonisolated(unsafe) let all = all
-                    DispatchQueue.concurrentPerform(iterations: n) { w in
-                        for k in stride(from: w, to: wanted.count, by: n) {
-                            let s = wanted[k] - chunkFirst
-                            if repository.pageID(UnsafeRawBufferPointer(rebasing: all[s * pageSize..<(s + 1) * pageSize])) != expected[k] {
-                                bad.withLock { $0 = min($0 ?? wanted[k], wanted[k]) }
+            let wanted = (p..<end).filter { needed[$0 - p] }
+            // Read from the source, not the copy: each page must be the one its write was hashed as.
+            let expected = snapshot == nil ? [] : wanted.map { refs.id($0 - 1, index: collector.classifier.base, writer: writer) }
+            var blobs = builder.takeFull()
+            let chunkFirst = p
+            try buffer.withUnsafeBytes { all in
+                nonisolated(unsafe) let all = all
+                @Sendable func page(_ s: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: all[(s - chunkFirst) * pageSize..<(s - chunkFirst + 1) * pageSize]) }
+                var sums: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)] = []
+                // Where each wanted page's sum goes in `sums`, or -1.
+                var sumSlot = [Int](repeating: -1, count: wanted.count)
+                for (k, s) in wanted.enumerated() where summed[s - chunkFirst] {
+                    sumSlot[k] = sums.count
+                    sums.append((s, refs.id(s - 1, index: collector.classifier.base, writer: writer), page(s)))
+                }
+                var compressed = [[UInt8]?](repeating: nil, count: blobs.count)
+                var results = [PageRowSums.PageSum?](repeating: nil, count: sums.count)
+                let groups = snapshot == nil && rowSums == nil ? 0 : (wanted.count + 7) / 8
+                let tasks = blobs.count + groups
+                let bad = Locked<Int?>(nil), failure = Locked<(any Error)?>(nil), next = Locked(0)
+                compressed.withUnsafeMutableBufferPointer { compressedOut in
+                    results.withUnsafeMutableBufferPointer { resultsOut in
+                        nonisolated(unsafe) let compressedOut = compressedOut, resultsOut = resultsOut
+                        nonisolated(unsafe) let sums = sums, sumSlot = sumSlot, blobs = blobs, rowSums = rowSums, builder = builder
+                        DispatchQueue.concurrentPerform(iterations: min(threads, tasks)) { w in
+                            let digester = RowDigester()
+                            while true {
+                                let task = next.withLock { k -> Int in k += 1; return k - 1 }
+                                guard task < tasks else { return }
+                                if task < blobs.count {
+                                    do { compressedOut[task] = try builder.compress(blobs[task], worker: w) } catch { failure.withLock { $0 = error } }
+                                    continue
+                                }
+                                let from = (task - blobs.count) * 8
+                                for k in from..<min(from + 8, wanted.count) {
+                                    if !expected.isEmpty && repository.pageID(page(wanted[k])) != expected[k] {
+                                        bad.withLock { $0 = min($0 ?? wanted[k], wanted[k]) }
+                                    }
+                                    if sumSlot[k] >= 0, let rowSums {
+                                        resultsOut[sumSlot[k]] = rowSums.sum(of: sums[sumSlot[k]], worker: w, digester: digester)
+                                    }
+                                }
                             }
                         }
                     }
@@ -302,20 +371,15 @@ extension RepoBackup {
                     throw DatabaseError(code: .internal, message: "page \(s) of the source's snapshot is not the page the copy was given; no snapshot made",
                                         path: snapshot!.pages.connection.path)
                 }
-            }
-            buffer.withUnsafeBytes { all in
-                var sums: [(p: Int, id: PageID, bytes: UnsafeRawBufferPointer)] = []
-                for s in p..<end where needed[s - p] {
-                    let page = UnsafeRawBufferPointer(rebasing: all[(s - p) * pageSize..<(s - p + 1) * pageSize])
-                    if collector.claimed[s] {
-                        builder.append(Int(refs.refs[s - 1] & ~PageRefs.own), page)
-                        scan.newPages += 1
-                    }
-                    if summed[s - p] { sums.append((s, refs.id(s - 1, index: collector.classifier.base, writer: writer), page)) }
+                if let error = failure.withLock({ $0 }) { throw error }
+                rowSums?.apply(sums, results.map { $0! })
+                try builder.add(blobs, compressed: compressed.map { $0! })
+                for s in wanted where collector.claimed[s] {
+                    builder.append(Int(refs.refs[s - 1] & ~PageRefs.own), page(s))
+                    scan.newPages += 1
                 }
-                rowSums?.add(sums, threads: threads)
             }
-            try builder.drain()
+            builder.recycle(&blobs)
             p = end
             progress(p - 1, pageCount)
         }

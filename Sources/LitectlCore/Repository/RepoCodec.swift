@@ -109,18 +109,22 @@ final class ZstdCompressor: @unchecked Sendable {
         ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, Self.contentChecksum ? 1 : 0)
     }
 
-    deinit { ZSTD_freeCCtx(context) }
+    deinit { ZSTD_freeCCtx(context); scratch.deallocate() }
+
+    /// Where frames are made, kept from call to call: a fresh bound-sized
+    /// buffer for each blob cost a page fault and a zeroing of every page of it.
+    private var scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
 
     /// One frame holding `input`, its size recorded in the frame header.
     func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         let bound = ZSTD_compressBound(input.count)
-        var out = [UInt8](repeating: 0, count: bound)
-        let n = out.withUnsafeMutableBytes { o in
-            ZSTD_compress2(context, o.baseAddress, o.count, input.baseAddress, input.count)
+        if scratch.count < bound {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: bound, alignment: 16)
         }
+        let n = ZSTD_compress2(context, scratch.baseAddress, bound, input.baseAddress, input.count)
         precondition(ZSTD_isError(n) == 0, "zstd cannot fail with a bound-sized buffer")
-        out.removeLast(out.count - n)
-        return out
+        return Array(UnsafeRawBufferPointer(rebasing: scratch[..<n]))
     }
 
     func compress(_ input: [UInt8]) -> [UInt8] { input.withUnsafeBytes { compress($0) } }
