@@ -165,6 +165,8 @@ public enum BackupJob {
     public static func inspect(_ path: String, verify: VerifyLevel) throws -> CopyFacts {
         let connection = try Connection(path: path, mode: .readOnly, immutable: true)
         defer { try? connection.close() }
+        // The check reads each page about once (as `HotCopy.openSource`).
+        try connection.execute("PRAGMA cache_size=-256")
         return try inspect(connection, verify: verify)
     }
 
