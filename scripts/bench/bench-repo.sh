@@ -98,17 +98,19 @@ put() { rm -rf "$1"; [[ ! -e $T/before/${1##*/} ]] || cp -a "$T/before/${1##*/}"
 # step N: back up the database in its current state with each tool, side by side. An
 # incremental step runs STEP_RUNS times, litectl and restic alternated, each run from the
 # repositories and caches as they were before the step; the run of median time is the one
-# reported (its files copied to the step's names), all of them listed.
+# reported (its files copied to the step's names), all of them listed. litectl runs as cron runs
+# it, with no terminal; its phases come from a run before those, under phases.py.
 step() {
   local n=$1 runs=1 r tool median
   ((n == 0)) || runs=$STEP_RUNS
   for folder in "$LREPO" "$LITECTL_CACHE_DIR" "$RREPO" "$RESTIC_CACHE_DIR"; do keep "$folder"; done
+  # litectl's phases, from its progress bar on a pseudo-terminal: a run of their own, not timed
+  # (the wrapper and the terminal made a run about a tenth slower; cron runs it with neither).
+  measure "step$n-litectl-phases" --phases "$LITECTL" backup "$DB" --repo "$LREPO" --json
   for ((r = 1; r <= runs; r++)); do
-    if ((r > 1)); then
-      for folder in "$LREPO" "$LITECTL_CACHE_DIR" "$RREPO" "$RESTIC_CACHE_DIR"; do put "$folder"; done
-      sync -f "$T"
-    fi
-    backup "step$n-litectl-r$r" "$LREPO" --phases "$LITECTL" backup "$DB" --repo "$LREPO" --json
+    for folder in "$LREPO" "$LITECTL_CACHE_DIR" "$RREPO" "$RESTIC_CACHE_DIR"; do put "$folder"; done
+    sync -f "$T"
+    backup "step$n-litectl-r$r" "$LREPO" "$LITECTL" backup "$DB" --repo "$LREPO" --json
     backup "step$n-restic-r$r" "$RREPO" restic backup --repo "$RREPO" --json --quiet "$DB"
   done
   rm -rf "$T/before"
@@ -190,11 +192,11 @@ def step(n):
     print(f"   litectl: {out['pages_read']:,} pages read, {out['pages_new']:,} new, {mb(out['bytes_added'])} added by its own count, "
           f"{out['packs_written']} packs; its backup took {timing(f'step{n}-litectl')['wall'] / timing(f'step{n}-restic')['wall']:.2f}x restic's time")
     print(f"   where each repository grew: litectl {parts(f'step{n}-litectl')}; restic {parts(f'step{n}-restic')}")
-    p = json.load(open(f"{M}/step{n}-litectl.phases"))
+    p = json.load(open(f"{M}/step{n}-litectl-phases.phases"))
     spans = {ph["label"].split()[-1]: ph for ph in p["phases"]}
     if "copying" in spans and "storing" in spans:
         c, s = spans["copying"], spans["storing"]
-        print(f"   litectl phases (its progress bar): hot copy {c['start']:.2f}-{c['end']:.2f} s, page scan (hash each page, "
+        print(f"   litectl phases (its progress bar, in a run of their own): hot copy {c['start']:.2f}-{c['end']:.2f} s, page scan (hash each page, "
               f"compress the new ones into packs) {s['start']:.2f}-{s['end']:.2f} s, then {p['exit'] - s['end']:.2f} s to exit "
               f"(index, page list, snapshot; quick_check, which starts with the copy of a WAL database and beside the "
               f"scan otherwise, and the logical hash, summed in the scan)")
@@ -215,13 +217,12 @@ def restore():
         print(f"   {label:<40} {sec(statistics.median(x['wall'] for x in r)):>8} "
               f"{sec(statistics.median(x['cpu'] for x in r)):>8} {mb(max(x['peak'] for x in r)):>10}")
     for key in ("litectl", "litectl-full"):
-        files = sorted(glob.glob(f"{M}/restore-{key}-[0-9]*.phases"))
-        ps = [json.load(open(f)) for f in files]
+        ps = [json.load(open(f"{M}/restore-{key}-phases.phases"))]
         ps = [p for p in ps if p["phases"]]
         if ps:
             w = statistics.median(p["phases"][0]["end"] for p in ps)
             rest = statistics.median(p["exit"] - p["phases"][0]["end"] for p in ps)
-            print(f"   {dict(RESTORES)[key]} phases (medians): pages fetched and written until {w:.2f} s, then {rest:.2f} s to exit "
+            print(f"   {dict(RESTORES)[key]} phases (a run of their own): pages fetched and written until {w:.2f} s, then {rest:.2f} s to exit "
                   f"(the logical hash beside the fsync, each page against its id{' and integrity_check' if 'full' in key else ''})")
     print("   litectl restore fsyncs the file, checks each page against its id and the ids' SHA-256 against the snapshot's")
     print("   (repository format 3; before it, the file's SHA-256), and its logical hash (the copy passed quick_check at")
@@ -270,7 +271,7 @@ def targets():
                      f"[on another host, no row-sum cache: {mc / mr:.2f}x; with --verify full (integrity_check) "
                      f"{mf / mr:.2f}x restic restore, {mf / mv:.2f}x restic restore --verify]")
     peaks = [(timing(os.path.basename(f)[:-5])["peak"], f"backup step {n}")
-             for n in range(3) for f in glob.glob(f"{M}/step{n}-litectl*.time")]
+             for n in range(3) for f in glob.glob(f"{M}/step{n}-litectl-r*.time")]
     peaks += [(x["peak"], "restore") for x in restore_runs("litectl")]
     peak, where = max(peaks)
     note = "" if size >= 0.95e9 else f"; measured on a {mb(size)} database, the target is for 1 GB (BENCH_SIZE_MB=1000)"
@@ -314,15 +315,21 @@ same_hash() {
     exit 1
   fi
 }
+# The phases of litectl's restores, from their progress bars on a pseudo-terminal: runs of their
+# own, not timed (as for the backups).
+measure "restore-litectl-phases" --phases "$LITECTL" restore --repo "$LREPO" latest "$T/restore/l.db"
+rm -f "$T/restore/l.db"
+measure "restore-litectl-full-phases" --phases "$LITECTL" restore --repo "$LREPO" --verify full latest "$T/restore/l.db"
+rm -f "$T/restore/l.db" && sync -f "$T"
 for ((run = 1; run <= RUNS; run++)); do
-  measure "restore-litectl-$run" --phases "$LITECTL" restore --repo "$LREPO" latest "$T/restore/l.db"
+  measure "restore-litectl-$run" "$LITECTL" restore --repo "$LREPO" latest "$T/restore/l.db"
   same_hash "litectl restore" "$T/restore/l.db"
   rm -f "$T/restore/l.db" && sync -f "$T"
   # As on another host: no row-sum cache, every row of the rebuilt file decoded for its logical hash.
   LITECTL_CACHE_DIR= measure "restore-litectl-cold-$run" "$LITECTL" restore --repo "$LREPO" latest "$T/restore/l.db"
   same_hash "litectl restore (no cache)" "$T/restore/l.db"
   rm -f "$T/restore/l.db" && sync -f "$T"
-  measure "restore-litectl-full-$run" --phases "$LITECTL" restore --repo "$LREPO" --verify full latest "$T/restore/l.db"
+  measure "restore-litectl-full-$run" "$LITECTL" restore --repo "$LREPO" --verify full latest "$T/restore/l.db"
   same_hash "litectl restore --verify full" "$T/restore/l.db"
   rm -f "$T/restore/l.db" && sync -f "$T"
   for kind in restic restic-verify; do
