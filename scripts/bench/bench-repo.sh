@@ -15,9 +15,10 @@
 #   BENCH_SIZE_MB  database size to generate (default 300; 1000 for the 1 GB memory target)
 #   BENCH_ROWS     customers rows instead (overrides the size; ~2,830 rows a MB)
 #   BENCH_RESTORE_RUNS  restore runs per command (default 3)
-#   BENCH_STEP_RUNS  runs of each incremental backup per tool (default 3): litectl and restic
-#                  alternated, each from fresh copies of its repository and cache; the median is
-#                  reported (the first backup and the --gzip copies run once)
+#   BENCH_STEP_RUNS  runs of each incremental backup per tool, an odd number (default 3): litectl
+#                  and restic alternated, each from fresh copies of its repository and cache; the
+#                  median is reported (the first backup and the --gzip copies run once; the
+#                  repositories kept for the next step, and the snapshots listed, are the last run's)
 #   BENCH_JOURNAL  journal mode of the database: delete (the default; litectl copies it whole
 #                  into its temporary folder) or wal (litectl reads its pages from the snapshot)
 #   LITECTL_BIN    litectl binary to use instead of a fresh release build (LITECTL works too)
@@ -38,7 +39,7 @@ done
 ROWS=${BENCH_ROWS:-$((SIZE_MB * 2830))}  # generate.py writes about 353 bytes a customers row, all tables counted
 RUNS=${BENCH_RESTORE_RUNS:-3}
 STEP_RUNS=${BENCH_STEP_RUNS:-3}
-[[ $STEP_RUNS =~ ^[0-9]+$ ]] && ((STEP_RUNS >= 1)) || { echo "bench-repo: BENCH_STEP_RUNS must be a whole number >= 1" >&2; exit 2; }
+[[ $STEP_RUNS =~ ^[0-9]+$ ]] && ((STEP_RUNS % 2 == 1)) || { echo "bench-repo: BENCH_STEP_RUNS must be an odd whole number (1, 3, 5...)" >&2; exit 2; }
 JOURNAL=${BENCH_JOURNAL:-delete}
 [[ $JOURNAL == delete || $JOURNAL == wal ]] || { echo "bench-repo: BENCH_JOURNAL must be delete or wal" >&2; exit 2; }
 
@@ -182,7 +183,8 @@ def step(n):
         if n:
             line += f"  {g / max(1, d['gzip6_bytes']):.2f}x"
         print(line)
-    runs = {key: [timing(os.path.basename(f)[:-5])["wall"] for f in sorted(glob.glob(f"{M}/step{n}-{key}-r*.time"))]
+    run_number = lambda f: int(f[:-5].rsplit("-r", 1)[1])
+    runs = {key: [timing(os.path.basename(f)[:-5])["wall"] for f in sorted(glob.glob(f"{M}/step{n}-{key}-r*.time"), key=run_number)]
             for key in ("litectl", "restic")}
     if len(runs["litectl"]) > 1:
         print(f"   litectl and restic: the median of {len(runs['litectl'])} runs each, alternated, each from the repository "

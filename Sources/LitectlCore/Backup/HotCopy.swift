@@ -138,6 +138,13 @@ public enum HotCopy {
             return HotCopyResult(strategy: .vacuumInto, restarts: 0, journalMode: journalMode, writersBlockedSeconds: blocked)
         }
 
+        // The backup API reads each page once: a page cache of 256 KiB (SQLite's
+        // default is 2 MB) keeps memory flat. Put back after the copy: what the
+        // caller does next on the connection (a sort, for the logical hash)
+        // sizes its memory by it.
+        let cacheSize = try source.scalar("PRAGMA cache_size")
+        try source.execute("PRAGMA cache_size=-256")
+        defer { if case .integer(let n)? = cacheSize { try? source.execute("PRAGMA cache_size=\(n)") } }
         // The destination: through the coalescing VFS, no journal, no syncs, one owner.
         var targetHandle: OpaquePointer?
         let vfs = CoalescingVFS.registered
@@ -338,13 +345,9 @@ public enum HotCopy {
     /// Opens `path` read-only, retrying a lock held by another process every
     /// millisecond until `timeout` seconds have passed.
     public static func openSource(_ path: String, timeout: Double) throws -> Connection {
-        let connection = try retryingBusy(Deadline(seconds: timeout), path: path) {
+        try retryingBusy(Deadline(seconds: timeout), path: path) {
             try Connection(path: path, mode: .readOnly, busyTimeout: 0)
         }
-        // A copy reads each page once: a page cache of 256 KiB (SQLite's
-        // default is 2 MB) keeps memory flat (`inspect` sets the check's).
-        try connection.execute("PRAGMA cache_size=-256")
-        return connection
     }
 }
 
