@@ -142,8 +142,7 @@ final class BlobBuilder {
         let made = Locked([[UInt8]?](repeating: nil, count: blobs.count))
         let failure = Locked<(any Error)?>(nil)
         let n = blobs.count >= 2 ? min(workers, blobs.count) : 1
-        let repository = self.repository
-        let compressors = self.compressors
+        nonisolated(unsafe) let builder = self
         // Blobs are taken one at a time as workers come free (quick_check may
         // hold a core meanwhile, so a fixed share each would wait on the slowest).
         let next = Locked(0)
@@ -152,16 +151,13 @@ final class BlobBuilder {
                 let j = next.withLock { k -> Int in k += 1; return k - 1 }
                 guard j < blobs.count else { return }
                 do {
-                    let blob = try blobs[j].pages.withUnsafeBytes { try repository.blob(of: $0, compressor: compressors[w]) }
+                    let blob = try builder.compress(blobs[j], worker: w)
                     made.withLock { $0[j] = blob }
                 } catch { failure.withLock { $0 = error } }
             }
         }
         if let error = failure.withLock({ $0 }) { throw error }
-        let blobsMade = made.withLock { $0 }
-        for (j, item) in blobs.enumerated() {
-            try writer.add(blob: blobsMade[j]!, first: item.first, pages: item.pages.count / pageSize, pageSizeLog2: log2)
-        }
+        try add(blobs, compressed: made.withLock { $0 }.map { $0! })
     }
 }
 
