@@ -292,7 +292,7 @@ stat -c %s "$DB" >"$M/dbsize"
 "$LITECTL" repo init "$LREPO" >/dev/null
 restic init --repo "$RREPO" --quiet
 echo "database: $(($(stat -c %s "$DB") / 1000000)) MB, $(sqlite3 "$DB" 'PRAGMA page_count') pages of $(sqlite3 "$DB" 'PRAGMA page_size') bytes, journal_mode $(sqlite3 "$DB" 'PRAGMA journal_mode')"
-echo "litectl: $LITECTL (repository unencrypted, the repo init default; format $(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["version"], "compression", c["compression"])' "$LREPO/config"): blobs of up to 256 KiB of pages at zstd level 3, packs of 4 MiB)"
+echo "litectl: $LITECTL (repository unencrypted, the repo init default; format $(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["version"], "compression", c["compression"])' "$LREPO/config"): blobs of up to 256 KiB of pages at zstd level 1, packs of 4 MiB)"
 echo "restic: $(restic version | cut -d' ' -f1-2), repository format $(restic cat config --repo "$RREPO" --quiet | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])'), default compression (auto: zstd), encrypted as always"
 echo "restic backs up the database file itself: nothing writes to it during the benchmark, so the file is a consistent copy."
 echo "sizes in MB of 10^6 bytes; store growth is du -sb of the repository or folder before and after each backup;"
