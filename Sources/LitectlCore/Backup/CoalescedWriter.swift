@@ -5,7 +5,10 @@
 // the copy; and, when asked, each chunk is hashed on a second thread while
 // SQLite goes on copying, so the manifest's SHA-256 needs no second pass.
 // A scratch copy whose pages the caller reads elsewhere may keep only its
-// first bytes (`keepOnly`): the rest is hashed, then dropped.
+// first bytes (`keepOnly`): the rest is hashed, then dropped. The part of the
+// hashing that needs no order (a repository backup's page ids, the
+// observer's `prepare`) is cut into slices that SQLite's thread takes too
+// when it would otherwise wait for a free buffer.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -38,6 +41,10 @@ final class CoalescedWriter: @unchecked Sendable {
         var length: Int
         var hashed = false
         var written = false
+        /// Slices of the observer's `prepare`: how many, how many taken, how many done.
+        var slices = 0
+        var taken = 0
+        var done = 0
     }
 
     // Under `mutex`. Chunks are hashed in order and written in order (a
@@ -53,6 +60,14 @@ final class CoalescedWriter: @unchecked Sendable {
     private let writebackWake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var digest: WrittenFileDigest?
     private var failureCode = SQLITE_OK
+    /// The observer whose `prepare` runs in slices, its page size, and its
+    /// output for each buffer (`preparedBytes` each).
+    private var preparer: (any WrittenPageObserver)?
+    private var preparePageSize = 0
+    private var prepared: UnsafeMutableRawPointer?
+    private var preparedBytes = 0
+    /// Bytes of pages a slice of `prepare` covers.
+    static let sliceBytes = 256 << 10
 
     // The calling thread's.
     private var current = 0
@@ -72,6 +87,7 @@ final class CoalescedWriter: @unchecked Sendable {
     deinit {
         if !closed { close(descriptor) }
         storage.deallocate()
+        prepared?.deallocate()
         pthread_mutex_destroy(mutex); mutex.deallocate()
         pthread_cond_destroy(changed); changed.deallocate()
         pthread_cond_destroy(writebackWake); writebackWake.deallocate()
@@ -107,7 +123,15 @@ final class CoalescedWriter: @unchecked Sendable {
     /// Computes the file's SHA-256 from its writes (on a second thread when
     /// one can be started); call before the first write.
     func hashWrites(_ expected: WrittenFileDigest) {
-        locked { digest = expected }
+        locked {
+            digest = expected
+            if let observer = expected.observer, observer.preparedStride > 0, expected.pageSize > 0, prepared == nil {
+                preparer = observer
+                preparePageSize = expected.pageSize
+                preparedBytes = Self.bufferSize / expected.pageSize * observer.preparedStride
+                prepared = .allocate(byteCount: preparedBytes * Self.bufferCount, alignment: 16)
+            }
+        }
         if thread == nil, !startHasher() { locked { digest = nil } }
     }
 
@@ -178,7 +202,7 @@ final class CoalescedWriter: @unchecked Sendable {
     /// while none is free.
     private func handOn() -> Int32 {
         guard length > 0 else { return failure }
-        let chunk = Chunk(buffer: current, offset: start, length: length)
+        var chunk = Chunk(buffer: current, offset: start, length: length)
         length = 0
         if thread == nil {
             let rc = put(buffer(chunk.buffer), count: chunk.length, at: chunk.offset)
@@ -189,14 +213,44 @@ final class CoalescedWriter: @unchecked Sendable {
             }
         }
         return locked {
+            if preparer != nil, chunk.offset % Int64(preparePageSize) == 0, chunk.length % preparePageSize == 0 {
+                let sliceBytes = max(preparePageSize, Self.sliceBytes / preparePageSize * preparePageSize)
+                chunk.slices = (chunk.length + sliceBytes - 1) / sliceBytes
+            }
             queue.append(chunk)
             pthread_cond_broadcast(changed)
+            // Waiting for a buffer: write, or take a slice of the hashing.
             while free.isEmpty {
-                if !writing, let next = queue.firstIndex(where: { !$0.written }) { writeLocked(next) } else { pthread_cond_wait(changed, mutex) }
+                if !writing, let next = queue.firstIndex(where: { !$0.written }) {
+                    writeLocked(next)
+                } else if let next = queue.firstIndex(where: { $0.taken < $0.slices }) {
+                    prepareSliceLocked(next)
+                } else {
+                    pthread_cond_wait(changed, mutex)
+                }
             }
             current = free.removeLast()
             return failureCode
         }
+    }
+
+    /// Runs the next slice of queue[index]'s `prepare` (one with slices left
+    /// to take), unlocking around the work; called and returns with `mutex` held.
+    /// The chunk stays queued meanwhile: it is hashed only once all its slices are done.
+    private func prepareSliceLocked(_ index: Int) {
+        let chunk = queue[index]
+        queue[index].taken += 1
+        let sliceBytes = max(preparePageSize, Self.sliceBytes / preparePageSize * preparePageSize)
+        let from = chunk.taken * sliceBytes
+        let count = min(sliceBytes, chunk.length - from)
+        let pages = UnsafeRawBufferPointer(start: buffer(chunk.buffer) + from, count: count)
+        let output = prepared! + chunk.buffer * preparedBytes + from / preparePageSize * preparer!.preparedStride
+        let (preparer, pageSize) = (preparer!, preparePageSize)
+        pthread_mutex_unlock(mutex)
+        preparer.prepare(pages, pageSize: pageSize, into: output)
+        pthread_mutex_lock(mutex)
+        if let i = queue.firstIndex(where: { $0.buffer == chunk.buffer }) { queue[i].done += 1 }
+        pthread_cond_broadcast(changed)
     }
 
     /// Writes queue[index] (the oldest unwritten chunk), unlocking around the
@@ -253,12 +307,16 @@ final class CoalescedWriter: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         while true {
             if let next = queue.firstIndex(where: { !$0.hashed }) {
+                // Its slices of `prepare` first: those left, then those SQLite's thread took.
+                if queue[next].taken < queue[next].slices { prepareSliceLocked(next); continue }
+                if queue[next].done < queue[next].slices { pthread_cond_wait(changed, mutex); continue }
                 let chunk = queue[next]
                 var state = digest
                 digest = nil
                 hashing = true
                 pthread_mutex_unlock(mutex)
-                state?.wrote(UnsafeRawBufferPointer(start: buffer(chunk.buffer), count: chunk.length), at: chunk.offset)
+                let output = chunk.slices > 0 ? UnsafeRawPointer(prepared! + chunk.buffer * preparedBytes) : nil
+                state?.wrote(UnsafeRawBufferPointer(start: buffer(chunk.buffer), count: chunk.length), at: chunk.offset, prepared: output)
                 pthread_mutex_lock(mutex)
                 digest = state
                 hashing = false

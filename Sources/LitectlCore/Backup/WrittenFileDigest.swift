@@ -34,16 +34,18 @@ struct WrittenFileDigest {
 
     var pageSize: Int { predictedFirstPage.count }
 
-    /// `bytes` were written at `offset`.
-    mutating func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+    /// `bytes` were written at `offset`. `prepared`: what the observer's
+    /// `prepare` made of these bytes' pages (`preparedStride` bytes a page), when it ran.
+    mutating func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64, prepared: UnsafeRawPointer? = nil) {
         guard !broken, !bytes.isEmpty else { return }
-        var bytes = bytes, offset = offset
+        var bytes = bytes, offset = offset, prepared = prepared
         if offset < Int64(pageSize) {
             // Only whole writes of page 1 are followed (SQLite writes whole pages).
             guard offset == 0, bytes.count >= pageSize else { broken = true; return }
             firstPage = Array(bytes[0..<pageSize])
             bytes = UnsafeRawBufferPointer(rebasing: bytes[pageSize...])
             offset = Int64(pageSize)
+            prepared = prepared.map { $0 + (observer?.preparedStride ?? 0) }
             if bytes.isEmpty { return }
         }
         guard offset >= end else { broken = true; return }  // rewritten: the hash already has the old bytes
@@ -52,7 +54,7 @@ struct WrittenFileDigest {
         if let observer {
             let size = Int64(pageSize)
             guard offset % size == 0, Int64(bytes.count) % size == 0 else { broken = true; return }
-            observer.wrote(bytes, firstPage: Int(offset / size) + 1, pageSize: pageSize)
+            observer.wrote(bytes, firstPage: Int(offset / size) + 1, pageSize: pageSize, prepared: prepared)
         }
         end += Int64(bytes.count)
     }
@@ -81,7 +83,7 @@ struct WrittenFileDigest {
             guard end % size == 0, count % size == 0 else { broken = true; return }
             let page = [UInt8](repeating: 0, count: pageSize)
             for k in 0..<Int(count / size) {
-                page.withUnsafeBytes { observer.wrote($0, firstPage: Int(end / size) + 1 + k, pageSize: pageSize) }
+                page.withUnsafeBytes { observer.wrote($0, firstPage: Int(end / size) + 1 + k, pageSize: pageSize, prepared: nil) }
             }
         }
         end += count
@@ -90,6 +92,13 @@ struct WrittenFileDigest {
 
 /// Receives the pages of a copy as they are written (see `WrittenFileDigest`).
 protocol WrittenPageObserver: AnyObject, Sendable {
-    /// `bytes` are whole pages, from page number `firstPage` on.
-    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int)
+    /// `bytes` are whole pages, from page number `firstPage` on, in order.
+    /// `prepared`: `prepare`'s output for exactly these pages, or nil when it did not run.
+    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int, prepared: UnsafeRawPointer?)
+    /// Bytes of `prepare`'s output per page (0: there is no such work).
+    var preparedStride: Int { get }
+    /// The part of the work on whole pages that needs no order (a page's
+    /// id): `preparedStride` bytes a page into `output`. Called on any
+    /// thread, for several runs of pages at once, before `wrote` of them.
+    func prepare(_ pages: UnsafeRawBufferPointer, pageSize: Int, into output: UnsafeMutableRawPointer)
 }

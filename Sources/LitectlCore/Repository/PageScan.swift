@@ -179,26 +179,26 @@ final class PageCollector: WrittenPageObserver, @unchecked Sendable {
         classifier = PageClassifier(index: index, writer: writer)
     }
 
-    /// The ids of the chunk being classified.
-    private var ids: [PageID] = []
+    var preparedStride: Int { MemoryLayout<PageID>.stride }
 
-    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int) {
+    /// The pages' ids: the copy's writer has them computed on whichever of
+    /// its threads is free (SQLite's own, while it waits for a buffer, and
+    /// the hashing thread), ahead of `wrote`, which takes them in order.
+    func prepare(_ pages: UnsafeRawBufferPointer, pageSize: Int, into output: UnsafeMutableRawPointer) {
+        for k in 0..<(pages.count / pageSize) {
+            let id = repository.pageID(UnsafeRawBufferPointer(rebasing: pages[k * pageSize..<(k + 1) * pageSize]))
+            (output + k * preparedStride).storeBytes(of: id, as: PageID.self)
+        }
+    }
+
+    func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int, prepared: UnsafeRawPointer?) {
         guard !broken, firstPage == next, bytes.count % pageSize == 0 else { broken = true; return }
         let n = bytes.count / pageSize
-        if ids.count < n { ids = [PageID](repeating: PageID(a: 0, b: 0, c: 0, d: 0), count: n) }
-        // Hashed on two threads (this one is the copy's bottleneck; SQLite's
-        // own thread leaves part of a core free), each a contiguous half.
-        let halves = n >= 64 ? 2 : 1
-        let repository = self.repository
-        ids.withUnsafeMutableBufferPointer { out in
-            nonisolated(unsafe) let out = out, bytes = bytes
-            DispatchQueue.concurrentPerform(iterations: halves) { h in
-                for k in (n * h / halves)..<(n * (h + 1) / halves) {
-                    out[k] = repository.pageID(UnsafeRawBufferPointer(rebasing: bytes[k * pageSize..<(k + 1) * pageSize]))
-                }
-            }
+        for k in 0..<n {
+            let id = prepared.map { $0.load(fromByteOffset: k * preparedStride, as: PageID.self) }
+                ?? repository.pageID(UnsafeRawBufferPointer(rebasing: bytes[k * pageSize..<(k + 1) * pageSize]))
+            claimed.append(classifier.classify(id, into: &refs))
         }
-        for k in 0..<n { claimed.append(classifier.classify(ids[k], into: &refs)) }
         next += n
     }
 }
