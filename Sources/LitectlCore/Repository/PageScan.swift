@@ -210,10 +210,12 @@ extension RepoBackup {
     /// nil, before doing anything, when the collector did not see every page.
     /// With `snapshot` (a copy that kept only page 1), the other pages are
     /// read from the source's snapshot, and each one read is checked
-    /// against the id its write was given.
+    /// against the id its write was given. While `soleThread()`, a chunk's
+    /// work runs on this thread only (the check holds another core).
     static func storeCollected(_ path: String, collector: PageCollector, sha256: String, repository: Repository,
                                snapshot: SourceSnapshot? = nil,
-                               lock: RepoLock?, rowSums: PageRowSums?, progress: (Int, Int) -> Void) throws -> PageScan? {
+                               lock: RepoLock?, rowSums: PageRowSums?, soleThread: () -> Bool = { false },
+                               progress: (Int, Int) -> Void) throws -> PageScan? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
         defer { close(fd) }
@@ -341,7 +343,7 @@ extension RepoBackup {
                     results.withUnsafeMutableBufferPointer { resultsOut in
                         nonisolated(unsafe) let compressedOut = compressedOut, resultsOut = resultsOut
                         nonisolated(unsafe) let sums = sums, sumSlot = sumSlot, blobs = blobs, rowSums = rowSums, builder = builder
-                        DispatchQueue.concurrentPerform(iterations: min(threads, tasks)) { w in
+                        DispatchQueue.concurrentPerform(iterations: min(soleThread() ? 1 : threads, tasks)) { w in
                             let digester = RowDigester()
                             while true {
                                 let task = next.withLock { k -> Int in k += 1; return k - 1 }

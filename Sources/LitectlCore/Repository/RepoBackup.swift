@@ -244,13 +244,18 @@ public enum RepoBackup {
         let cacheFile = RowSumCache.location(repository: repository.id, host: sourceHost, path: sourcePath)
         let rowSums = kept.map { try? PageRowSums(source, walIndex: $0.walIndex, ownsTransaction: false, cacheFile: cacheFile) }
             ?? (try? PageRowSums(path: copyFile.path, cacheFile: cacheFile))
+        // While the check runs, the scan keeps to one thread: the check is one
+        // thread's work that cannot be split, and on a small change it is
+        // the longest; the scan's work can wait for the core it leaves.
+        let checking = Locked(true)
         let ((scan, earlyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts?) in
-                let (facts, scan) = try Concurrently.run(check) { () throws -> PageScan in
+                let (facts, scan) = try Concurrently.run({ defer { checking.withLock { $0 = false } }; return try check() }) { () throws -> PageScan in
                     let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
                     if pagesFromWrites, let digest = result.digest, !collector.broken,
                        let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,
-                                                     snapshot: kept, lock: lock, rowSums: rowSums, progress: report) {
+                                                     snapshot: kept, lock: lock, rowSums: rowSums,
+                                                     soleThread: { checking.withLock { $0 } }, progress: report) {
                         return scan
                     }
                     if kept != nil { throw CopyNotKept() }
