@@ -248,6 +248,11 @@ public enum RepoBackup {
         // thread's work that cannot be split, and on a small change it is
         // the longest; the scan's work can wait for the core it leaves.
         let checking = Locked(true)
+        // The parent's page list, which the new one is compared with, is
+        // read once the scan is done, beside the check when it still runs.
+        let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
+        let parentListRead = Locked<Concurrently.Pending<ParentList?>?>(nil)
+        defer { _ = try? parentListRead.withLock({ $0 })?.wait() }
         let ((scan, earlyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts?) in
                 let (facts, scan) = try Concurrently.run({ defer { checking.withLock { $0 = false } }; return try check() }) { () throws -> PageScan in
@@ -256,6 +261,7 @@ public enum RepoBackup {
                        let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,
                                                      snapshot: kept, lock: lock, rowSums: rowSums,
                                                      soleThread: { checking.withLock { $0 } }, progress: report) {
+                        parentListRead.withLock { $0 = Concurrently.start { parentList(of: parent, index: index.base, repository: repository) } }
                         return scan
                     }
                     if kept != nil { throw CopyNotKept() }
@@ -300,8 +306,9 @@ public enum RepoBackup {
             for i in 0..<scan.pageCount { digest.add(scan.refs.id(i, index: index.base, writer: scan.writer)) }
             pagesDigest = digest.finalizeHex()
         }
-        let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
-        let (listID, listBytes) = try writeList(scan, index: index.base, parent: parent, repository: repository)
+        let base: ParentList?
+        if let read = parentListRead.withLock({ $0 }) { base = try read.wait() } else { base = parentList(of: parent, index: index.base, repository: repository) }
+        let (listID, listBytes) = try writeList(scan, index: index.base, base: base, repository: repository)
         bytesAdded += Int64(listBytes)
 
         var header: [(String, JSON)] = []
@@ -351,13 +358,23 @@ public enum RepoBackup {
         return Result { try BackupJob.inspect(second, verify: request.verify) }
     }
 
-    /// Writes the snapshot's page list: a delta on the parent's full list when
-    /// that is less than half the size of a full list, else a full list.
-    static func writeList(_ scan: PageScan, index: RepoIndex, parent: Snapshot?, repository: Repository) throws -> (String, Int) {
+    /// The full page list a snapshot's list is a delta on (its own, or its
+    /// base's): its id and its pages as index positions.
+    typealias ParentList = (id: PageID, refs: [UInt32])
+
+    /// `parent`'s full page list, when it can be read.
+    static func parentList(of parent: Snapshot?, index: RepoIndex, repository: Repository) -> ParentList? {
+        guard let parent, let baseKey = try? repository.listKeys(of: parent).last,
+              let baseID = PageID(hex: String(baseKey.dropFirst("lists/".count))),
+              let baseRefs = try? parentRefs(baseKey, index: index, repository: repository) else { return nil }
+        return (baseID, baseRefs)
+    }
+
+    /// Writes the snapshot's page list: a delta on the parent's full list
+    /// (`base`) when that is less than half the size of a full list, else a full list.
+    static func writeList(_ scan: PageScan, index: RepoIndex, base: ParentList?, repository: Repository) throws -> (String, Int) {
         let refs = scan.refs, writer = scan.writer, count = scan.pageCount
-        if let parent, let baseKey = try? repository.listKeys(of: parent).last,
-           let baseID = PageID(hex: String(baseKey.dropFirst("lists/".count))),
-           let baseRefs = try? parentRefs(baseKey, index: index, repository: repository) {
+        if let (baseID, baseRefs) = base {
             var changes: [(index: UInt32, id: PageID)] = []
             let limit = count * 32 / 2 / 36
             for i in 0..<count where i >= baseRefs.count || baseRefs[i] != refs.refs[i] {
