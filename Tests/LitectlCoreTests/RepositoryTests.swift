@@ -410,35 +410,41 @@ final class RepositoryTests: XCTestCase {
     /// A copy of many 2 MiB chunks, whose page ids are computed in slices
     /// by the copy's threads (SQLite's own while it waits for a buffer, and
     /// the hashing thread) ahead of the in-order classification: the same
-    /// snapshot as a scan of the whole copy, and it restores to the file.
+    /// snapshot as a scan of the whole copy, and it restores to the file,
+    /// for the smallest page size, the usual one and the largest (a slice of 4 pages).
     func testPageIDsComputedInSlicesEqualAScan() throws {
         let folder = try TemporaryFolder("repo")
-        let db = folder.file("a.db")
-        try makeDatabase(db, """
-            CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
-            WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<60000)
-            INSERT INTO t SELECT x, printf('%.200d', x * 7) FROM c;
-            """)
-        var outcomes: [Bool: RepoBackupOutcome] = [:]
-        for writes in [true, false] {
-            RepoBackup.pagesFromWrites = writes
-            defer { RepoBackup.pagesFromWrites = true }
-            let store = FolderStore(path: folder.file("r\(writes)"))
-            try store.createRoot()
-            let repository = try Repository.initialize(store, secret: nil)
-            outcomes[writes] = try backup(db, repository)
-            XCTAssertEqual(outcomes[writes]!.pagesFromWrites, writes)
-            try restore(outcomes[writes]!.snapshot, repository, to: folder.file("back\(writes).db"))
-            try assertIsTheRecordedFile(folder.file("back\(writes).db"), outcomes[writes]!.snapshot)
-            // The source's bytes but for page 1's header (the backup API's copy sets its counters).
-            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: folder.file("back\(writes).db"))).dropFirst(100),
-                           try Data(contentsOf: URL(fileURLWithPath: db)).dropFirst(100))
+        for pageSize in [512, 4096, 65536] {
+            let db = folder.file("a\(pageSize).db")
+            try makeDatabase(db, """
+                PRAGMA page_size=\(pageSize);
+                CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+                WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<60000)
+                INSERT INTO t SELECT x, printf('%.200d', x * 7) FROM c;
+                """)
+            var outcomes: [Bool: RepoBackupOutcome] = [:]
+            for writes in [true, false] {
+                RepoBackup.pagesFromWrites = writes
+                defer { RepoBackup.pagesFromWrites = true }
+                let store = FolderStore(path: folder.file("r\(pageSize)\(writes)"))
+                try store.createRoot()
+                let repository = try Repository.initialize(store, secret: nil)
+                outcomes[writes] = try backup(db, repository)
+                XCTAssertEqual(outcomes[writes]!.pagesFromWrites, writes)
+                let back = folder.file("back\(pageSize)\(writes).db")
+                try restore(outcomes[writes]!.snapshot, repository, to: back)
+                try assertIsTheRecordedFile(back, outcomes[writes]!.snapshot)
+                // The source's bytes but for page 1's header (the backup API's copy sets its counters).
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: back)).dropFirst(100),
+                               try Data(contentsOf: URL(fileURLWithPath: db)).dropFirst(100))
+            }
+            let (a, b) = (outcomes[true]!, outcomes[false]!)
+            XCTAssertEqual(a.snapshot.pageSize, pageSize)
+            XCTAssertGreaterThan(a.snapshot.pageCount * pageSize, 4 * (2 << 20))
+            XCTAssertEqual(a.snapshot.pagesSHA256, b.snapshot.pagesSHA256)
+            XCTAssertEqual(a.snapshot.logicalHash, b.snapshot.logicalHash)
+            XCTAssertEqual(a.pagesNew, b.pagesNew)
         }
-        let (a, b) = (outcomes[true]!, outcomes[false]!)
-        XCTAssertGreaterThan(a.snapshot.pageCount, 4 * (2 << 20) / 4096)
-        XCTAssertEqual(a.snapshot.pagesSHA256, b.snapshot.pagesSHA256)
-        XCTAssertEqual(a.snapshot.logicalHash, b.snapshot.logicalHash)
-        XCTAssertEqual(a.pagesNew, b.pagesNew)
     }
 
     /// A WAL source with commits still in its -wal (a writer holds it open):

@@ -45,6 +45,8 @@ final class CoalescedWriter: @unchecked Sendable {
         var slices = 0
         var taken = 0
         var done = 0
+        /// Its slices were cut short (the observer stopped following): `wrote` gets no prepared output.
+        var cut = false
     }
 
     // Under `mutex`. Chunks are hashed in order and written in order (a
@@ -199,7 +201,7 @@ final class CoalescedWriter: @unchecked Sendable {
 
     /// Hands the current chunk on: written here at once when nothing is
     /// hashed, else queued; then takes a free buffer, writing queued chunks
-    /// while none is free.
+    /// or taking slices of their `prepare` while none is free.
     private func handOn() -> Int32 {
         guard length > 0 else { return failure }
         var chunk = Chunk(buffer: current, offset: start, length: length)
@@ -301,8 +303,10 @@ final class CoalescedWriter: @unchecked Sendable {
         return true
     }
 
-    /// The hasher thread: hashes the queued chunks in order; with nothing to
-    /// hash, writes the oldest unwritten chunk.
+    /// The hasher thread: hashes the queued chunks in order, each once its
+    /// slices of `prepare` are done (it takes those left, and waits for
+    /// those SQLite's thread runs); with nothing to hash, writes the oldest
+    /// unwritten chunk.
     private func hashChunks() {
         pthread_mutex_lock(mutex)
         while true {
@@ -315,11 +319,17 @@ final class CoalescedWriter: @unchecked Sendable {
                 digest = nil
                 hashing = true
                 pthread_mutex_unlock(mutex)
-                let output = chunk.slices > 0 ? UnsafeRawPointer(prepared! + chunk.buffer * preparedBytes) : nil
+                let output = chunk.slices > 0 && !chunk.cut ? UnsafeRawPointer(prepared! + chunk.buffer * preparedBytes) : nil
                 state?.wrote(UnsafeRawBufferPointer(start: buffer(chunk.buffer), count: chunk.length), at: chunk.offset, prepared: output)
+                let following = state?.followsPages ?? false
                 pthread_mutex_lock(mutex)
                 digest = state
                 hashing = false
+                if preparer != nil && !following {
+                    // The observer stopped following (a page rewritten, say): no more slices.
+                    preparer = nil
+                    for i in queue.indices where queue[i].taken < queue[i].slices { queue[i].slices = queue[i].taken; queue[i].cut = true }
+                }
                 if let i = queue.firstIndex(where: { $0.buffer == chunk.buffer }) { queue[i].hashed = true }
                 releaseDone()
             } else if !writing, let next = queue.firstIndex(where: { !$0.written }) {

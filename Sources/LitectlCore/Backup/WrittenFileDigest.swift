@@ -34,6 +34,9 @@ struct WrittenFileDigest {
 
     var pageSize: Int { predictedFirstPage.count }
 
+    /// Whether the observer is still told of the pages (false once either gave up).
+    var followsPages: Bool { !broken && (observer?.following ?? false) }
+
     /// `bytes` were written at `offset`. `prepared`: what the observer's
     /// `prepare` made of these bytes' pages (`preparedStride` bytes a page), when it ran.
     mutating func wrote(_ bytes: UnsafeRawBufferPointer, at offset: Int64, prepared: UnsafeRawPointer? = nil) {
@@ -97,6 +100,9 @@ protocol WrittenPageObserver: AnyObject, Sendable {
     func wrote(_ bytes: UnsafeRawBufferPointer, firstPage: Int, pageSize: Int, prepared: UnsafeRawPointer?)
     /// Bytes of `prepare`'s output per page (0: there is no such work).
     var preparedStride: Int { get }
+    /// Whether later pages still matter (false once the observer gave up);
+    /// asked on the thread that calls `wrote`.
+    var following: Bool { get }
     /// The part of the work on whole pages that needs no order (a page's
     /// id): `preparedStride` bytes a page into `output`. Called on any
     /// thread, for several runs of pages at once, before `wrote` of them.

@@ -161,9 +161,9 @@ final class BlobBuilder {
     }
 }
 
-/// The ids of a copy's pages taken from its writes (pages 2 to the last, in
-/// order, on the copy's hashing thread): their references, and which ones
-/// were claimed as new. Page 1, which SQLite writes last, is read afterwards.
+/// The ids of a copy's pages taken from its writes (pages 2 to the last:
+/// computed by the copy's threads in slices, classified in order on its
+/// hashing thread): their references, and which ones were claimed as new. Page 1, which SQLite writes last, is read afterwards.
 final class PageCollector: WrittenPageObserver, @unchecked Sendable {
     let repository: Repository
     let classifier: PageClassifier
@@ -180,6 +180,7 @@ final class PageCollector: WrittenPageObserver, @unchecked Sendable {
     }
 
     var preparedStride: Int { MemoryLayout<PageID>.stride }
+    var following: Bool { !broken }
 
     /// The pages' ids: the copy's writer has them computed on whichever of
     /// its threads is free (SQLite's own, while it waits for a buffer, and
@@ -291,7 +292,7 @@ extension RepoBackup {
 
         // Pages 2...: those claimed (stored in claim order) and those the row sums need.
         // Each chunk's work is one parallel pass whose tasks the threads take
-        // as they come free (quick_check may hold a core meanwhile): the
+        // as they come free (one thread while the check runs, `soleThread`): the
         // blobs the chunks before filled are compressed, and this chunk's pages
         // checked and summed, 8 at a time. What goes in order follows the pass:
         // the sums added, the blobs stored, the chunk's new pages put in blobs.

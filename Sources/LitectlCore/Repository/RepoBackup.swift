@@ -247,7 +247,7 @@ public enum RepoBackup {
         // While the check runs, the scan keeps to one thread: the check is one
         // thread's work that cannot be split, and on a small change it is
         // the longest; the scan's work can wait for the core it leaves.
-        let checking = Locked(true)
+        let checking = Locked(false)
         // The parent's page list, which the new one is compared with, is
         // read once the scan is done, beside the check when it still runs.
         let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
@@ -255,7 +255,7 @@ public enum RepoBackup {
         defer { _ = try? parentListRead.withLock({ $0 })?.wait() }
         let ((scan, earlyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in
             try Concurrently.run({ () throws -> (PageScan, CopyFacts?) in
-                let (facts, scan) = try Concurrently.run({ defer { checking.withLock { $0 = false } }; return try check() }) { () throws -> PageScan in
+                let (facts, scan) = try Concurrently.run({ checking.withLock { $0 = true }; defer { checking.withLock { $0 = false } }; return try check() }) { () throws -> PageScan in
                     let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
                     if pagesFromWrites, let digest = result.digest, !collector.broken,
                        let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,

@@ -93,7 +93,7 @@ enum Zlib {
 }
 
 /// zstd (RFC 8878). A compressor or decompressor holds its context, which is
-/// costly to make (about a megabyte at level 3): one per thread, reused, and
+/// costly to make (about a megabyte): one per thread, reused, and
 /// used by one thread at a time (hence unchecked Sendable).
 final class ZstdCompressor: @unchecked Sendable {
     private let context: OpaquePointer

@@ -15,7 +15,7 @@ public final class Repository: @unchecked Sendable {
     /// smaller): 4 MiB keeps a backup's memory flat (one pack is filled at a
     /// time) and prune's unit small, at one S3 request per 4 MiB.
     public static let defaultPackSize = 4 << 20
-    /// zstd level of blobs (version 2). Level 1: on a database's pages, 1-3 %
+    /// zstd level of blobs (versions 2 and 3; prune's rewritten blobs too). Level 1: on a database's pages, 1-3 %
     /// larger than level 3 (restic's default) at about 0.7x its CPU; about
     /// zlib -6's ratio at several times its speed (docs/performance.md).
     static let blobLevel: Int32 = 1
