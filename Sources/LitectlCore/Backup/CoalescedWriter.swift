@@ -62,14 +62,13 @@ final class CoalescedWriter: @unchecked Sendable {
     private let writebackWake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var digest: WrittenFileDigest?
     private var failureCode = SQLITE_OK
-    /// The observer whose `prepare` runs in slices, its page size, and its
-    /// output for each buffer (`preparedBytes` each).
+    /// The observer whose `prepare` runs in slices, its page size, the bytes
+    /// of pages a slice covers, and its output for each buffer (`preparedBytes` each).
     private var preparer: (any WrittenPageObserver)?
     private var preparePageSize = 0
+    private var sliceBytes = 0
     private var prepared: UnsafeMutableRawPointer?
     private var preparedBytes = 0
-    /// Bytes of pages a slice of `prepare` covers.
-    static let sliceBytes = 256 << 10
 
     // The calling thread's.
     private var current = 0
@@ -130,6 +129,8 @@ final class CoalescedWriter: @unchecked Sendable {
             if let observer = expected.observer, observer.preparedStride > 0, expected.pageSize > 0, prepared == nil {
                 preparer = observer
                 preparePageSize = expected.pageSize
+                // 256 KiB of whole pages, at least one page.
+                sliceBytes = max(expected.pageSize, (256 << 10) / expected.pageSize * expected.pageSize)
                 preparedBytes = Self.bufferSize / expected.pageSize * observer.preparedStride
                 prepared = .allocate(byteCount: preparedBytes * Self.bufferCount, alignment: 16)
             }
@@ -216,7 +217,6 @@ final class CoalescedWriter: @unchecked Sendable {
         }
         return locked {
             if preparer != nil, chunk.offset % Int64(preparePageSize) == 0, chunk.length % preparePageSize == 0 {
-                let sliceBytes = max(preparePageSize, Self.sliceBytes / preparePageSize * preparePageSize)
                 chunk.slices = (chunk.length + sliceBytes - 1) / sliceBytes
             }
             queue.append(chunk)
@@ -242,7 +242,6 @@ final class CoalescedWriter: @unchecked Sendable {
     private func prepareSliceLocked(_ index: Int) {
         let chunk = queue[index]
         queue[index].taken += 1
-        let sliceBytes = max(preparePageSize, Self.sliceBytes / preparePageSize * preparePageSize)
         let from = chunk.taken * sliceBytes
         let count = min(sliceBytes, chunk.length - from)
         let pages = UnsafeRawBufferPointer(start: buffer(chunk.buffer) + from, count: count)

@@ -163,7 +163,8 @@ final class BlobBuilder {
 
 /// The ids of a copy's pages taken from its writes (pages 2 to the last:
 /// computed by the copy's threads in slices, classified in order on its
-/// hashing thread): their references, and which ones were claimed as new. Page 1, which SQLite writes last, is read afterwards.
+/// hashing thread): their references, and which ones were claimed as new.
+/// Page 1, which SQLite writes last, is read afterwards.
 final class PageCollector: WrittenPageObserver, @unchecked Sendable {
     let repository: Repository
     let classifier: PageClassifier
