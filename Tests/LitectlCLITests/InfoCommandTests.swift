@@ -91,7 +91,7 @@ import TestSupport
 
         let started = Date()
         try expectError(["--busy-timeout", "300", "busy.db"], in: folder, naming: "busy.db",
-                        cause: "database is locked by another process (gave up after waiting 300 ms)")
+                        cause: "database is locked by another process (gave up after waiting ")
         let waited = Date().timeIntervalSince(started)
         #expect(waited >= 0.3 && waited < 4, "waited for the busy timeout, not the default 5 s: \(waited)")
     }

@@ -325,7 +325,7 @@ func expectSameRows(litectl: [[[UInt8]]], oracle: [[[UInt8]]], context: String,
         let sql = "SELECT count(*) AS n, sum(k) AS k, sum(v) AS v, group_concat(s, '|') AS s FROM t"
         let result = try litectl("query", "--each", "shards/*.db", "--format", "csv", "-j", "3", sql, in: folder.path)
         #expect(result.status == 1)
-        #expect(result.stderr == "litectl: shards/s137.db: not a SQLite database\n")
+        #expect(result.stderr == "litectl: shards/s137.db: not a SQLite database (no \"SQLite format 3\" header)\n")
         let records = parseCSV(result.stdoutBytes)
         #expect(records.first.map { $0.map(text) } == ["db", "n", "k", "v", "s"])
         let rows = Array(records.dropFirst())

@@ -129,7 +129,7 @@ import TestSupport
         let before = try FileFingerprint(db)
         for target in [db, folder.file("hard.db"), folder.file("soft.db")] {
             let r = try litectl("recover", "--force", db, target)
-            #expect(r.status == 2 && r.stderr == "litectl: \(target): is the damaged database itself; recover writes to another file\n",
+            #expect(r.status == 2 && r.stderr == "litectl: \(target): is the damaged database itself (the same file); write to another file\n",
                     "\(r.stderr)")
             #expect(r.stdout.isEmpty)
         }

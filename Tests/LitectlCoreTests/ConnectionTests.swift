@@ -87,7 +87,7 @@ import TestSupport
         try String(repeating: "definitely not SQLite\n", count: 50).write(toFile: path, atomically: false, encoding: .utf8)
         let error = #expect(throws: DatabaseError.self) { try Connection(path: path) }
         #expect(error?.code.primary == .notadb)
-        #expect(error?.description == "\(path): not a SQLite database")
+        #expect(error?.description == "\(path): not a SQLite database (no \"SQLite format 3\" header)")
     }
 
     @Test func bindsByIndexAndName() throws {

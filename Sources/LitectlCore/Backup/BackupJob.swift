@@ -28,6 +28,8 @@ public struct BackupRequest: Sendable {
     public var copy = HotCopyOptions()
     /// Replace an existing destination file (a folder destination never replaces).
     public var replaceExisting = false
+    /// Refuse an empty source; flag one that shrank since its last backup.
+    public var shrink = SourceShrinkPolicy()
     public init(source: String, destination: String, destinationIsFolder: Bool) {
         self.source = source
         self.destination = destination
@@ -39,6 +41,9 @@ public struct BackupOutcome: Sendable {
     public var backupPath: String
     public var manifestPath: String
     public var manifest: BackupManifest
+    /// Set when the source lost most of its pages since its last backup in
+    /// the destination folder (`BackupRequest.shrink`).
+    public var shrink: SourceShrink? = nil
 }
 
 /// What is known about a finished copy, read from the copy itself.
@@ -57,6 +62,7 @@ public enum BackupJob {
     /// and the temporary files are gone; the source is only ever read.
     public static func run(_ request: BackupRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> BackupOutcome {
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
+        try EmptySource.require(source, path: request.source, policy: request.shrink)
         let sourcePath = resolvedPath(request.source)
         let permissions = try DurableFolder.permissions(of: request.source)
         let started = Clock.wall()
@@ -79,9 +85,7 @@ public enum BackupJob {
                 throw DatabaseError(code: .cantopen, message: "already exists (use --force to replace it)", path: finalPath)
             }
         }
-        if resolvedPath(finalPath) == sourcePath {
-            throw DatabaseError(code: .misuse, message: "the destination is the source itself", path: finalPath)
-        }
+        try SameFileRule.require(output: finalPath, apartFrom: [request.source], what: "the database being backed up")
 
         let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
         defer { copyFile.discard() }
@@ -131,6 +135,11 @@ public enum BackupJob {
                                 message: "the copy fails \(request.verify == .full ? "integrity_check" : "quick_check"), so the source database is corrupt; no backup kept: \(facts.checkResult)",
                                 path: request.source)
         }
+        try EmptySource.require(pageCount: facts.pageCount, path: request.source, policy: request.shrink)
+        // The last backup of this source in the folder, to flag a shrink.
+        let previous = (try? Retention.catalog(folder: folder, source: sourcePath))?.last?.manifest
+        let shrink = SourceShrink(pages: facts.pageCount, previousPages: previous?.pageCount,
+                                  previousTime: previous?.startedAt, policy: request.shrink)
         let finished = Clock.wall()
 
         let manifest = BackupManifest(
@@ -157,7 +166,7 @@ public enum BackupJob {
             unlink(manifestPath)
             throw error
         }
-        return BackupOutcome(backupPath: finalPath, manifestPath: manifestPath, manifest: manifest)
+        return BackupOutcome(backupPath: finalPath, manifestPath: manifestPath, manifest: manifest, shrink: shrink)
     }
 
     /// Reads the facts of a database copy and runs the check `verify` asks for.

@@ -1,6 +1,6 @@
 // A Prometheus textfile for node_exporter's textfile collector: per source,
-// the last success time, duration, bytes and verification result of the
-// latest run. Written atomically; the last success time of a source that
+// the last success time, duration, bytes, verification result and shrink
+// flag of the latest run. Written atomically; the last success time of a source that
 // failed this run is carried over from the previous file.
 #if canImport(Glibc)
 import Glibc
@@ -17,10 +17,13 @@ public struct BackupMetric: Sendable {
     public var bytes: Int64
     /// 1 verified ok, 0 failed, -1 not verified.
     public var verified: Int
+    /// The source lost most of its pages since its last backup (`SourceShrink`).
+    public var shrunk: Bool
 
-    public init(source: String, success: Bool, finishedAt: Double?, durationSeconds: Double, bytes: Int64, verified: Int) {
+    public init(source: String, success: Bool, finishedAt: Double?, durationSeconds: Double, bytes: Int64, verified: Int,
+                shrunk: Bool = false) {
         self.source = source; self.success = success; self.finishedAt = finishedAt
-        self.durationSeconds = durationSeconds; self.bytes = bytes; self.verified = verified
+        self.durationSeconds = durationSeconds; self.bytes = bytes; self.verified = verified; self.shrunk = shrunk
     }
 }
 
@@ -52,11 +55,17 @@ public enum BackupMetrics {
         family("litectl_backup_verified", "1 when the latest backup passed verification, 0 when it failed, -1 when not verified.") {
             String($0.verified)
         }
+        family("litectl_backup_shrunk", "1 when the latest backup's source lost most of its pages since the backup before (see --warn-shrink), else 0.") {
+            $0.shrunk ? "1" : "0"
+        }
         return out
     }
 
-    /// Writes the textfile at `path` atomically (mode 0644: node_exporter reads it).
+    /// Writes the textfile at `path` atomically (mode 0644: node_exporter
+    /// reads it). A path that is one of the databases backed up is refused
+    /// (the same-file rule).
     public static func write(_ metrics: [BackupMetric], to path: String) throws {
+        try SameFileRule.require(output: path, apartFrom: metrics.map(\.source), what: "a database being backed up")
         var previous: String?
         if let bytes = try? FileStreams.readAll(path) { previous = String(decoding: bytes, as: UTF8.self) }
         try BackupJob.writeAtomically(Array(text(metrics, previous: previous).utf8), to: path, permissions: 0o644)
@@ -82,8 +91,9 @@ public enum BackupMetrics {
 }
 
 extension FileStreams {
-    /// The whole file (for small files: manifests, metrics).
-    static func readAll(_ path: String) throws -> [UInt8] {
+    /// The whole file (for small files: manifests, metrics, patches), read
+    /// until its end: a pipe or FIFO (`<(...)`) reads as a file does.
+    public static func readAll(_ path: String) throws -> [UInt8] {
         let fd = try openForReading(path)
         defer { close(fd) }
         var out: [UInt8] = []

@@ -274,7 +274,7 @@ public enum HotCopy {
             case _ where rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED:
                 if deadline.passed {
                     throw DatabaseError(code: ResultCode(rawValue: rc),
-                                        message: "database is locked by another process; gave up after \(options.timeout) s",
+                                        message: DatabaseError.lockedMessage(waited: Clock.now() - deadline.start),
                                         path: source.path)
                 }
                 usleep(1_000)
@@ -335,8 +335,11 @@ public enum HotCopy {
     /// Runs `body`, retrying while it fails with BUSY or LOCKED, until `deadline`.
     static func retryingBusy<T>(_ deadline: Deadline, path: String, _ body: () throws -> T) throws -> T {
         while true {
-            do { return try body() } catch let error as DatabaseError
-                where (error.code.primary == .busy || error.code.primary == .locked) && !deadline.passed {
+            do { return try body() } catch var error as DatabaseError where error.code.primary == .busy || error.code.primary == .locked {
+                if deadline.passed {
+                    error.message = DatabaseError.lockedMessage(waited: Clock.now() - deadline.start)
+                    throw error
+                }
                 usleep(1_000)
             }
         }
@@ -368,7 +371,8 @@ enum Clock {
 }
 
 struct Deadline {
+    let start: Double
     let end: Double
-    init(seconds: Double) { end = Clock.now() + seconds }
+    init(seconds: Double) { start = Clock.now(); end = start + seconds }
     var passed: Bool { Clock.now() >= end }
 }

@@ -32,6 +32,9 @@ public struct RestoreOutcome: Sendable {
 
 public enum Restore {
     public static func run(_ request: RestoreRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> RestoreOutcome {
+        try SameFileRule.require(output: request.target,
+                                 apartFrom: [request.backup, BackupManifest.path(forBackup: request.backup)],
+                                 what: "the backup being restored")
         let targetExists = DurableFolder.exists(request.target)
         if targetExists && !request.force {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: request.target)).before-restore-<timestamp>)",
@@ -88,6 +91,7 @@ public enum Restore {
             var keep = BackupRequest(source: request.target, destination: request.target + ".before-restore-" + Timestamp.compact(Clock.wall()),
                                      destinationIsFolder: false)
             keep.verify = .none  // the old content may be why we restore; keep it as it is
+            keep.shrink = SourceShrinkPolicy(allowEmpty: true, warnFraction: nil)
             keep.copy.timeout = request.timeout
             keptOld = try BackupJob.run(keep).backupPath
         }
@@ -106,7 +110,7 @@ public enum Restore {
             if rc == SQLITE_DONE { break }
             if rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED {
                 if deadline.passed {
-                    throw DatabaseError(code: ResultCode(rawValue: rc), message: "database is locked by another process; gave up after \(request.timeout) s; nothing restored",
+                    throw DatabaseError(code: ResultCode(rawValue: rc), message: DatabaseError.lockedMessage(waited: Clock.now() - deadline.start) + "; nothing restored",
                                         path: request.target)
                 }
                 usleep(10_000)

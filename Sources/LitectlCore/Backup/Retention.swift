@@ -58,6 +58,20 @@ public enum Retention {
         return keep
     }
 
+    /// `kept(times:policy:)`, and one more rule: while the backups it keeps
+    /// all lack data (`holdsData` false: a source wiped and backed up with
+    /// --allow-empty, or before litectl refused such backups), the newest
+    /// backup that holds data is kept too, so that retention never leaves
+    /// only empty copies of a database that had data.
+    public static func kept(times: [Double], holdsData: [Bool], policy: RetentionPolicy) -> Set<Int> {
+        var keep = kept(times: times, policy: policy)
+        if !keep.contains(where: { holdsData[$0] }),
+           let newest = times.indices.filter({ holdsData[$0] }).max(by: { times[$0] < times[$1] || (times[$0] == times[$1] && $0 < $1) }) {
+            keep.insert(newest)
+        }
+        return keep
+    }
+
     static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 
     /// The backups in `folder` whose manifest names `source` (an absolute,
@@ -104,9 +118,11 @@ public enum Retention {
         return entries
     }
 
-    /// The entries of `catalog` that `policy` does not keep.
+    /// The entries of `catalog` that `policy` does not keep (never the
+    /// newest backup holding data while the kept ones hold none).
     public static func toPrune(_ catalog: [CatalogEntry], policy: RetentionPolicy) -> [CatalogEntry] {
-        let keep = kept(times: catalog.map(\.manifest.startedAt), policy: policy)
+        let keep = kept(times: catalog.map(\.manifest.startedAt),
+                        holdsData: catalog.map { EmptySource.holdsData(pageCount: $0.manifest.pageCount) }, policy: policy)
         return catalog.indices.filter { !keep.contains($0) }.map { catalog[$0] }
     }
 

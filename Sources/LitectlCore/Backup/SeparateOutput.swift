@@ -10,15 +10,12 @@ import Darwin
 #endif
 
 enum SeparateOutput {
-    /// Refuses `output` when it is `source` itself (the same file, by device
-    /// and inode, so also through a hard or symbolic link: renaming the new
-    /// file over it would replace the file being read), with `sameFile` as the
-    /// message, or when it has a -wal or -journal beside it.
-    static func require(_ output: String, apartFrom source: String, sameFile: String) throws {
-        var a = stat(), b = stat()
-        if stat(output, &a) == 0, stat(source, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
-            throw DatabaseError(code: .cantopen, message: sameFile, path: output)
-        }
+    /// Refuses `output` when it is `source` itself or one of its companion
+    /// files (the same-file rule, `SameFileRule`: renaming the new file over
+    /// it would replace the file being read), `what` naming the source, or
+    /// when it has a -wal or -journal beside it.
+    static func require(_ output: String, apartFrom source: String, what: String) throws {
+        try SameFileRule.require(output: output, apartFrom: [source], what: what)
         for suffix in ["-wal", "-journal"] where DurableFolder.exists(output + suffix) {
             throw DatabaseError(code: .cantopen,
                                 message: "\(DurableFolder.baseName(of: output))\(suffix) exists beside it (SQLite would apply it to the new file); remove it or choose another file",

@@ -55,10 +55,11 @@ public enum DatabaseCheck {
             if error.code.primary == .corrupt {
                 report.findings.append(Finding(.error, .open, object: nil,
                                                "SQLite cannot open the database: \(error.message)"))
-            } else if error.code.primary == .notadb,
+            } else if error.code.primary == .notadb, let size = fileSize, FileCheck.shapeProblem(path, size: size) == nil,
                       (try? FileCheck.readPrefix(of: path, count: 16)) == DatabaseHeader.magic {
-                // The SQLite signature is there, the rest of the header is not
-                // sound: a damaged database, not some other kind of file.
+                // The SQLite signature is there and the file is whole, the rest
+                // of the header is not sound: a damaged database, not some other
+                // kind of file (nor a truncated one: an error, as everywhere).
                 report.findings.append(Finding(.error, .open, object: nil,
                                                "the database header is damaged: SQLite cannot open the database"))
             } else {
@@ -175,6 +176,7 @@ struct Checker {
         }
         integrity(schema)
         guard let schema else { return }
+        step(.empty) { try $0.emptiness(fileSize: fileSize) }
         step(.foreignKey) { try $0.foreignKeyCheck() }
         step(.unindexedForeignKey) { $0.unindexedForeignKeys(schema) }
         step(.noPrimaryKey) { $0.tablesWithoutPrimaryKey(schema) }
@@ -187,6 +189,16 @@ struct Checker {
                 fix: "PRAGMA wal_checkpoint(TRUNCATE);")
         }
         step(.expectation) { try $0.expectations() }
+    }
+
+    /// A warning for a file that holds no table or index: SQLite opens a
+    /// 0-byte file as an empty database, so a wiped file passes every other check.
+    mutating func emptiness(fileSize: Int64?) throws {
+        guard case .integer(0)? = try connection.scalar(
+            "SELECT count(*) FROM sqlite_schema WHERE type IN ('table','index') AND rootpage > 0") else { return }
+        add(.warning, .empty, nil, fileSize == 0
+            ? "the file is empty (0 bytes): SQLite reads it as a database without tables"
+            : "the database holds no tables")
     }
 
     /// Runs one check; a SQLite error inside it becomes an error finding of

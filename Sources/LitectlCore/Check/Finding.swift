@@ -27,6 +27,9 @@ public enum CheckKind: String, Sendable, CaseIterable {
     case open
     /// `PRAGMA integrity_check` (or `quick_check` with `--quick`).
     case integrity
+    /// The file holds no tables: a 0-byte file (which SQLite opens as a valid
+    /// empty database) or an empty schema, as a wiped database looks.
+    case empty
     /// `PRAGMA foreign_key_check`.
     case foreignKey = "foreign-key"
     /// A foreign key whose child columns have no index.

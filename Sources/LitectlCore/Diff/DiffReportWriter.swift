@@ -123,8 +123,8 @@ public final class DiffReportWriter: DiffConsumer {
                 case .dropped: sign = paint("-", "31")
                 case .changed: sign = paint("~", "33")
                 }
-                var text = "\(sign) \(change.objectType) \(change.name) \(change.operation.rawValue)"
-                if !change.details.isEmpty { text += ": " + change.details.joined(separator: "; ") }
+                var text = "\(sign) \(change.objectType) \(visible(change.name)) \(change.operation.rawValue)"
+                if !change.details.isEmpty { text += ": " + change.details.map(visible).joined(separator: "; ") }
                 write(text + "\n")
             }
         }
@@ -137,7 +137,7 @@ public final class DiffReportWriter: DiffConsumer {
 
     func keyText(_ plan: TablePlan, _ row: DiffRow) -> String {
         if plan.mode == .multiset { return "(row)" }
-        return plan.keyIndexes.map { "\(plan.columns[$0])=\(display(row.value(at: $0)))" }.joined(separator: " ")
+        return plan.keyIndexes.map { "\(visible(plan.columns[$0]))=\(display(row.value(at: $0)))" }.joined(separator: " ")
     }
 
     func rowsText(_ text: String) {
@@ -148,15 +148,19 @@ public final class DiffReportWriter: DiffConsumer {
 
     func wholeRow(_ plan: TablePlan, _ row: DiffRow) -> String {
         plan.columns.indices.filter { !plan.keyIndexes.contains($0) || plan.mode == .multiset }
-            .map { "\(plan.columns[$0])=\(display(row.value(at: $0)))" }.joined(separator: " ")
+            .map { "\(visible(plan.columns[$0]))=\(display(row.value(at: $0)))" }.joined(separator: " ")
     }
 
     /// A value for people: SQL literal syntax, but REALs in their shortest
-    /// exact decimal form (the patch uses the exact-arithmetic literal).
+    /// exact decimal form (the patch uses the exact-arithmetic literal), and
+    /// control characters made visible.
     func display(_ value: Value) -> String {
         if case .real(let d) = value { return exactRealText(d) }
-        return value.sqlLiteral
+        return visible(value.sqlLiteral)
     }
+
+    /// A name or text from the databases as one visible line (`TerminalText`).
+    func visible(_ text: String) -> String { TerminalText.visible(text) }
 
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
         if isJSON { rowJSON("insert", plan, old: nil, new: new, changed: []); return }
@@ -173,13 +177,13 @@ public final class DiffReportWriter: DiffConsumer {
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         if isJSON { rowJSON("update", plan, old: old, new: new, changed: changed); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
-        let changes = changed.map { "\(plan.columns[$0]): \(display(old.value(at: $0))) → \(display(new.value(at: $0)))" }
+        let changes = changed.map { "\(visible(plan.columns[$0])): \(display(old.value(at: $0))) → \(display(new.value(at: $0)))" }
         rowsText("  \(paint("~", "33")) \(keyText(plan, old)): \(changes.joined(separator: ", "))\n")
     }
 
     public func endTable(_ plan: TablePlan, counts: ChangeCounts) throws {
         guard !isJSON, counts.total > 0 else { return }
-        var line = "\(plan.name): \(paint("+\(counts.inserted)", "32")) \(paint("-\(counts.deleted)", "31")) \(paint("~\(counts.updated)", "33"))"
+        var line = "\(visible(plan.name)): \(paint("+\(counts.inserted)", "32")) \(paint("-\(counts.deleted)", "31")) \(paint("~\(counts.updated)", "33"))"
         if plan.onlyInB { line += " (new table)" }
         if plan.mode == .multiset { line += " (no primary key: compared as a multiset of rows)" }
         write(line + "\n")
@@ -194,7 +198,7 @@ public final class DiffReportWriter: DiffConsumer {
         } else {
             for table in comparison.droppedTables where !comparison.options.schemaOnly && !comparison.options.dataOnly {
                 if let counts = summary.tables.first(where: { $0.name == table.name })?.counts, counts.deleted > 0 {
-                    write("\(table.name): \(paint("-\(counts.deleted)", "31")) (table dropped)\n")
+                    write("\(visible(table.name)): \(paint("-\(counts.deleted)", "31")) (table dropped)\n")
                 }
             }
         }

@@ -19,45 +19,49 @@ public enum PatchApplier {
     /// `PRAGMA foreign_keys` statements are skipped: the transaction is ours.
     /// On any error the transaction rolls back and the file is unchanged;
     /// with `dryRun` it rolls back always.
-    public static func apply(path: String, script: String, dryRun: Bool,
+    ///
+    /// The script is confined to the target (`PatchConfinement`): ATTACH,
+    /// DETACH, VACUUM INTO, load_extension(), pragmas other than those a diff
+    /// writes, and shell dot-commands other than a leading `.bail on` are
+    /// refused (the error names `patch`, the patch file, when given).
+    public static func apply(path: String, script: String, dryRun: Bool, patch: String? = nil,
                              busyTimeout: Int = Connection.defaultBusyTimeout) throws -> PatchResult {
-        let script = withoutShellCommands(script)
+        let script = try PatchConfinement.withoutBail(script, patch: patch, target: path)
         let connection = try Connection(path: path, mode: .readWrite, busyTimeout: busyTimeout)
+        let confinement = PatchConfinement(connection)
+        defer { confinement.end() }
         try connection.execute("PRAGMA foreign_keys=OFF")
         var result = PatchResult()
-        try connection.writeTransaction(commit: !dryRun) {
-            let before = sqlite3_total_changes64(connection.rawHandle)
-            try connection.forEachStatement(in: script) { statement in
-                // Keywords fold like names: ASCII letters only.
-                let head = String(withoutLeadingComments(statement.sql).prefix(64))
-                let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sqlNameHasPrefix(head, $0) }
-                    || sqlNameHasPrefix(head.replacingSpaces(), "PRAGMAFOREIGN_KEYS")
-                if skipped { return }
-                result.statements += 1
-                while try statement.step() {}
+        do {
+            try connection.writeTransaction(commit: !dryRun) {
+                let before = sqlite3_total_changes64(connection.rawHandle)
+                try connection.forEachStatement(in: script) { statement in
+                    // Keywords fold like names: ASCII letters only.
+                    let head = String(withoutLeadingComments(statement.sql).prefix(64))
+                    let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sqlNameHasPrefix(head, $0) }
+                        || sqlNameHasPrefix(head.replacingSpaces(), "PRAGMAFOREIGN_KEYS")
+                    if skipped { return }
+                    result.statements += 1
+                    while try statement.step() {}
+                }
+                result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
             }
-            result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
+        } catch let error as DatabaseError {
+            throw PatchConfinement.explainSyntax(confinement.explain(error, patch: patch), patch: patch, target: path)
         }
         result.committed = !dryRun
         return result
     }
 }
 
-/// `script` without the sqlite3 shell's dot-commands (`.bail on`) that a
-/// patch carries on lines of their own before its first statement.
-func withoutShellCommands(_ script: String) -> String {
-    var lines = script.split(separator: "\n", omittingEmptySubsequences: false)
-    var index = 0
-    while index < lines.count {
-        let line = lines[index].drop { $0 == " " || $0 == "\t" }
-        if line.hasPrefix(".") {
-            lines[index] = ""
-        } else if !(line.isEmpty || line.hasPrefix("--")) {
-            break
-        }
-        index += 1
+extension PatchApplier {
+    /// `bytes` as SQL text, or nil for bytes that are not: a NUL, or bytes
+    /// that are not UTF-8 (litectl writes TEXT that is not UTF-8 as
+    /// `CAST(x'..' AS TEXT)`, so its patches are always UTF-8).
+    public static func sqlText(_ bytes: [UInt8]) -> String? {
+        guard !bytes.contains(0) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
     }
-    return lines.joined(separator: "\n")
 }
 
 /// `sql` without the `-- ...` lines and `/* ... */` blocks before its first keyword.

@@ -34,6 +34,7 @@ public enum Loader {
         if case .folder(let folder) = input, !DurableFolder.isFolder(folder) {
             throw DatabaseError(code: .cantopen, message: "no such folder", path: folder)
         }
+        try SameFileRule.require(output: target, apartFrom: try inputFiles(input), what: "the input being loaded")
         let session = try LoadSession(target: target, busyTimeout: busyTimeout)
         var summary = LoadSummary()
         summary.createdDatabase = session.createsDatabase
@@ -63,6 +64,15 @@ public enum Loader {
             throw error
         }
         return summary
+    }
+
+    /// The files a load of `input` reads (standard input reads none).
+    static func inputFiles(_ input: LoadInput) throws -> [String] {
+        switch input {
+        case .script(let path): return path == "-" ? [] : [path]
+        case .rows(let path, _, _): return [path]
+        case .folder(let folder): return [folder + "/schema.sql"] + (try rowFiles(in: folder).map(\.0))
+        }
     }
 
     /// The CSV and JSON Lines files of a dump folder, in name order with

@@ -43,6 +43,8 @@ public enum RowFileDump {
     /// swaps out an existing non-empty folder.
     public static func write(path: String, options: DumpOptions, format: RowFileFormat, output: String, replace: Bool,
                              busyTimeout: Int = Connection.defaultBusyTimeout) throws -> DumpSummary {
+        try SameFileRule.require(output: output, apartFrom: [path], what: "the database being dumped")
+        try SameFileRule.require(folder: output, notHolding: [path], what: "the database being dumped")
         let connection = try Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout)
         defer { try? connection.close() }
         try connection.execute("PRAGMA cell_size_check=ON")

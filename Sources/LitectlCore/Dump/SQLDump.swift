@@ -65,6 +65,7 @@ extension SQLDump {
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder: \(folder)", path: output)
         }
+        try SameFileRule.require(output: output, apartFrom: [path], what: "the database being dumped")
         if DurableFolder.exists(output) && !replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (--force replaces it)", path: output)
         }

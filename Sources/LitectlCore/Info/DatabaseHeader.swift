@@ -49,7 +49,7 @@ public struct DatabaseHeader: Sendable, Equatable {
     public init(bytes: [UInt8], path: String? = nil) throws {
         guard bytes.count >= Self.size else {
             throw DatabaseError(code: .notadb,
-                                message: "not a SQLite database (file is \(bytes.count) bytes, shorter than the 100-byte header)",
+                                message: "not a SQLite database (the file is \(bytes.count) bytes, shorter than the 100-byte header)",
                                 path: path)
         }
         guard Array(bytes[0..<16]) == Self.magic else {

@@ -39,7 +39,7 @@ extension DatabaseInfo {
     public var text: String {
         var lines: [(String, String)] = []
         func add(_ label: String, _ value: String) { lines.append((label, value)) }
-        add("file", path)
+        add("file", TerminalText.visible(path))
         add("file size", "\(fileSize) bytes" + (fileSize >= 1024 ? " (\(humanBytes(fileSize)))" : ""))
         add("wal file", walSize.map { "\($0) bytes" + ($0 >= 1024 ? " (\(humanBytes($0)))" : "") } ?? "none")
         add("journal mode", journalMode)

@@ -213,6 +213,8 @@ public enum MigrationRunner {
         var backup = BackupRequest(source: request.database, destination: folder, destinationIsFolder: true)
         backup.copy.timeout = request.backupTimeout
         backup.verify = .quick
+        // A first migration often runs on an empty database: it is backed up as it is.
+        backup.shrink = SourceShrinkPolicy(allowEmpty: true, warnFraction: nil)
         do {
             return try BackupJob.run(backup)
         } catch var error as DatabaseError {

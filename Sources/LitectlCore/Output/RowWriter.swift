@@ -214,14 +214,14 @@ public final class RowWriter {
     }
 
     private func flushTable() {
-        var widths = columns.map { headers ? $0.count : 0 }
+        var widths = columns.map { headers ? TerminalText.visible($0).count : 0 }
         for row in pending {
             for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
         }
         self.widths = widths
         var out = ""
         if headers && !columns.isEmpty {
-            out += tableLine(columns, widths)
+            out += tableLine(columns.map { TerminalText.visible($0) }, widths)
             out += tableLine(widths.map { String(repeating: "-", count: $0) }, widths)
         }
         for row in pending { out += tableLine(row, widths) }
@@ -239,29 +239,16 @@ public final class RowWriter {
     }
 
     /// A cell as people read it: NULL as "NULL", BLOB as x'..', control
-    /// characters made visible.
+    /// characters and bytes that are not UTF-8 made visible (`TerminalText`).
     func displayText(_ cell: Cell) -> String {
         switch cell {
         case .null: return "NULL"
         case .integer(let v): return String(v)
         case .real(let d): return exactRealText(d)
         case .text(let b):
-            // Made visible byte by byte: CR LF is one Swift Character, so a
-            // Character-level replace would miss it.
-            guard b.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else {
-                return String(decoding: b, as: UTF8.self)
-            }
-            var out: [UInt8] = []
-            out.reserveCapacity(b.count + 8)
-            for byte in b {
-                switch byte {
-                case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                default: out.append(byte)
-                }
-            }
-            return String(decoding: out, as: UTF8.self)
+            // Byte by byte: CR LF is one Swift Character, and the bytes need
+            // not be UTF-8.
+            return TerminalText.visible(bytes: b)
         case .blob(let b):
             var out: [UInt8] = Array("x'".utf8)
             appendHexDigits(b, to: &out)
@@ -298,13 +285,17 @@ func appendTSVText(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
     }
 }
 
+/// Markdown is for people too: a newline becomes `<br>`, a `|` is escaped,
+/// and other control characters are made visible (`TerminalText`).
 func appendMarkdownText(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    var plain: [UInt8] = []
     for byte in bytes {
         switch byte {
-        case UInt8(ascii: "|"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "|")])
-        case 0x0A: out.append(contentsOf: "<br>".utf8)
+        case UInt8(ascii: "|"): plain.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "|")])
+        case 0x0A: plain.append(contentsOf: "<br>".utf8)
         case 0x0D: break
-        default: out.append(byte)
+        default: plain.append(byte)
         }
     }
+    TerminalText.append(plain, .line, to: &out)
 }

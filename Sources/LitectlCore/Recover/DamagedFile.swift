@@ -60,7 +60,7 @@ final class DamagedFile {
     /// read at all, or holds nothing that could be a database.
     init(path: String) throws {
         self.path = path
-        try FileCheck.requireDatabaseFile(path, writable: false)
+        try FileCheck.requireDatabaseFile(path, writable: false, whole: false)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw DatabaseError(code: .cantopen, message: String(cString: strerror(errno)), path: path)

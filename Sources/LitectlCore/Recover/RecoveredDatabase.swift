@@ -97,7 +97,7 @@ final class RecoveredDatabase {
         if DurableFolder.exists(path) && !replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (give --force to replace it)", path: path)
         }
-        try SeparateOutput.require(path, apartFrom: source, sameFile: "is the damaged database itself; recover writes to another file")
+        try SeparateOutput.require(path, apartFrom: source, what: "the damaged database")
         let folder = DurableFolder.parent(of: path)
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder", path: folder)

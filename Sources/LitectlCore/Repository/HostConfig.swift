@@ -21,9 +21,12 @@ public struct HostConfig: Sendable, Equatable {
     public var verify: VerifyLevel = .quick
     public var metricsFile: String?
     public var keep = RetentionPolicy()
+    /// `allow_empty`, `warn_shrink` (see `SourceShrinkPolicy`).
+    public var shrink = SourceShrinkPolicy()
 
     static let keys: Set<String> = ["repository", "endpoint", "region", "profile", "key_file", "passphrase_file", "databases",
-                                    "exclude", "tags", "jobs", "timeout", "verify", "metrics_file", "keep"]
+                                    "exclude", "tags", "jobs", "timeout", "verify", "metrics_file", "keep",
+                                    "allow_empty", "warn_shrink"]
     static let keepKeys: Set<String> = ["last", "hourly", "daily", "weekly", "monthly"]
 
     public static func load(path: String) throws -> HostConfig {
@@ -93,6 +96,16 @@ public struct HostConfig: Sendable, Equatable {
             config.verify = level
         }
         config.metricsFile = try string("metrics_file").map(resolve)
+        if let value = table["allow_empty"] {
+            guard let allow = value.bool else { throw fail("allow_empty must be true or false", key: "allow_empty") }
+            config.shrink.allowEmpty = allow
+        }
+        if let value = table["warn_shrink"] {
+            guard let percent = value.double ?? value.int.map(Double.init), (0...100).contains(percent) else {
+                throw fail("warn_shrink must be a percentage, 0 to 100", key: "warn_shrink")
+            }
+            config.shrink.warnFraction = percent / 100
+        }
         if let value = table["keep"] {
             guard let keep = value.table else { throw fail("keep must be a table ([keep])", key: "keep") }
             for key in keep.keys where !keepKeys.contains(key) { throw fail("unknown key keep.\(key) (last, hourly, daily, weekly, monthly)", key: key) }

@@ -24,6 +24,8 @@ public struct RepoBackupRequest: Sendable {
     public var copy = HotCopyOptions()
     /// Where the temporary copy goes (default: $TMPDIR or /tmp).
     public var temporaryFolder: String?
+    /// Refuse an empty source; flag one that shrank since its last snapshot.
+    public var shrink = SourceShrinkPolicy()
     public init(source: String) { self.source = source }
 }
 
@@ -53,6 +55,9 @@ public struct RepoBackupOutcome: Sendable {
     public var pagesFromSource = false
     /// Whether the check ran beside the copy, on a second connection to the same snapshot.
     var checkedDuringCopy = false
+    /// Set when the source lost most of its pages since its last snapshot
+    /// (of this host and path; `RepoBackupRequest.shrink`).
+    public var shrink: SourceShrink? = nil
 }
 
 /// The repository's index as this process knows it, shared by the backups a
@@ -168,6 +173,7 @@ public enum RepoBackup {
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
         // Closing ends the read transaction a kept snapshot leaves open.
         defer { try? source.close() }
+        try EmptySource.require(source, path: request.source, policy: request.shrink)
         let sourcePath = BackupJob.resolvedPath(request.source)
         let folder = temporaryFolder(request.temporaryFolder)
         let copyFile = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
@@ -294,6 +300,9 @@ public enum RepoBackup {
                                 path: request.source)
         }
 
+        // A source wiped after the check above: no snapshot (its one page's
+        // pack, if new, is left for prune).
+        try EmptySource.require(pageCount: Int64(scan.pageCount), path: request.source, policy: request.shrink)
         // Packs are written; now the index, the page list, the snapshot.
         var bytesAdded = scan.packBytes
         let indexBytes = try scan.writer.writeIndex()
@@ -340,7 +349,9 @@ public enum RepoBackup {
                                  bytesAdded: snapshot.bytesAdded, packsWritten: scan.writer.packsWritten,
                                  seconds: snapshot.durationSeconds, hashPagesDecoded: rowSums?.decoded ?? 0,
                                  hashPagesReused: rowSums?.reused ?? 0, pagesFromWrites: scan.fromWrites,
-                                 pagesFromSource: kept != nil, checkedDuringCopy: checkedBeside.withLock { $0 })
+                                 pagesFromSource: kept != nil, checkedDuringCopy: checkedBeside.withLock { $0 },
+                                 shrink: SourceShrink(pages: Int64(scan.pageCount), previousPages: parent.map { Int64($0.pageCount) },
+                                                      previousTime: parent?.time, policy: request.shrink))
     }
 
     /// The check (`--verify`) of a kept snapshot, on a second connection to

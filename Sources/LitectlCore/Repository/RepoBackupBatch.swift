@@ -8,6 +8,8 @@ public struct RepoBatchResult: Sendable {
     public var outcome: RepoBackupOutcome?
     public var error: String?
     public var corrupt = false
+    /// The source was refused as empty (`EmptySource`).
+    public var empty = false
 }
 
 public enum RepoBackupBatch {
@@ -42,6 +44,7 @@ public enum RepoBackupBatch {
                 } catch {
                     result.error = (error as? DatabaseError)?.description ?? "\(error)"
                     result.corrupt = (error as? DatabaseError)?.code.primary == .corrupt
+                    result.empty = (error as? DatabaseError)?.code.primary == .empty
                 }
                 results.set(i, result)
                 report(result)

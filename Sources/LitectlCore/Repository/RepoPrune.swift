@@ -23,7 +23,9 @@ public struct PruneReport: Sendable {
 }
 
 public enum RepoForget {
-    /// Which snapshots `policy` keeps, applied per (host, database path).
+    /// Which snapshots `policy` keeps, applied per (host, database path);
+    /// never leaves only empty snapshots of a database that had data
+    /// (`Retention.kept(times:holdsData:policy:)`).
     /// Snapshots of other databases than `database` (a name or path) are kept.
     public static func decide(_ snapshots: [Snapshot], policy: RetentionPolicy, database: String? = nil) -> ForgetDecision {
         var groups: [String: [Snapshot]] = [:]
@@ -34,7 +36,8 @@ public enum RepoForget {
         }
         for key in groups.keys.sorted() {
             let group = groups[key]!
-            let kept = Retention.kept(times: group.map(\.time), policy: policy)
+            let kept = Retention.kept(times: group.map(\.time),
+                                      holdsData: group.map { EmptySource.holdsData(pageCount: Int64($0.pageCount)) }, policy: policy)
             for (i, s) in group.enumerated() { if kept.contains(i) { keep.append(s) } else { remove.append(s) } }
         }
         return ForgetDecision(keep: keep.sorted { $0.time < $1.time }, remove: remove.sorted { $0.time < $1.time })

@@ -42,6 +42,9 @@ public enum RepoRestore {
     public static func run(_ request: RepoRestoreRequest, repository: Repository,
                            progress: (CopyProgress) -> Void = { _ in }) throws -> RepoRestoreOutcome {
         let snapshot = request.snapshot
+        if let folder = repository.store as? FolderStore {
+            try SameFileRule.require(output: request.target, outside: folder.root, what: "the repository")
+        }
         let targetExists = DurableFolder.exists(request.target)
         if targetExists && !request.force {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: request.target)).before-restore-<timestamp>)",

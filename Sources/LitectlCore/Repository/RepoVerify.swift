@@ -5,6 +5,7 @@
 // page in it decompressed and rehashed. Problems are reported with the
 // snapshots they damage.
 import Foundation
+import Crypto
 
 public struct RepoVerifyOptions: Sendable {
     /// Share of packs to read back, 0 (none) to 100 (all).
@@ -44,7 +45,11 @@ public enum RepoVerify {
         for d in damaged {
             report.problems.append(RepoProblem(object: d.key, message: d.error, snapshots: [String(d.key.dropFirst("snapshots/".count))]))
         }
-        let index = try repository.loadIndex()
+        var damagedIndex: [(key: String, error: String)] = []
+        let index = try repository.loadIndex(damaged: &damagedIndex)
+        for d in damagedIndex {
+            report.problems.append(RepoProblem(object: d.key, message: d.error, snapshots: []))
+        }
         report.pagesIndexed = index.count
         var packSizes: [PageID: Int64] = [:]
         for object in try repository.store.list(prefix: "packs/") {
@@ -81,7 +86,7 @@ public enum RepoVerify {
             let used = Set(snapshots.map(\.pageSize))
             let pageSizes = used.sorted() + (9...16).map { 1 << $0 }.filter { !used.contains($0) }
             let next = Locked(0), failure = Locked<(any Error)?>(nil)
-            let found = Locked((read: 0, pages: 0, missing: [PageID](), bad: [(pack: PageID, positions: [UInt32])]()))
+            let found = Locked((read: 0, pages: 0, missing: [PageID](), renamed: [PageID](), bad: [(pack: PageID, positions: [UInt32])]()))
             let remote = !(repository.store is FolderStore)
             let workers = max(1, min(chosen.count, remote ? 8 : ProcessInfo.processInfo.activeProcessorCount))
             try withoutActuallyEscaping(progress) { progress in
@@ -99,6 +104,9 @@ public enum RepoVerify {
                             do { bytes = try repository.store.get(key) } catch let error as StoreError where error.kind == .notFound {
                                 found.withLock { $0.missing.append(pack) }; continue
                             }
+                            // A pack is named by the SHA-256 of its bytes: another name is
+                            // damage, or another pack put in its place.
+                            if !SHA256.hash(data: bytes).elementsEqual(pack.bytes) { found.withLock { $0.renamed.append(pack) } }
                             var bad: [UInt32] = [], pages = 0
                             for b in byPack.blobs[Int(byPack.starts[n])..<Int(byPack.starts[n + 1])] {
                                 let blob = index.blobs[Int(b)]
@@ -132,6 +140,9 @@ public enum RepoVerify {
             report.packsRead = result.read
             report.pagesRead = result.pages
             for pack in result.missing { badPacks[pack] = "missing" }
+            for pack in result.renamed where badPacks[pack] == nil {
+                badPacks[pack] = "damaged or swapped: its bytes' SHA-256 is not its name"
+            }
             for (pack, positions) in result.bad.sorted(by: { $0.pack < $1.pack }) {
                 for p in positions { badPages.insert(Int(p)); badPageReason[Int(p)] = Repository.packKey(pack) }
                 report.problems.append(RepoProblem(object: Repository.packKey(pack), message: "\(positions.count) damaged page(s): content does not match its id", snapshots: []))

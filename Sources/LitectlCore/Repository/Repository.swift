@@ -131,14 +131,39 @@ public final class Repository: @unchecked Sendable {
         return (id, sealed.count)
     }
 
+    /// The object under `key`, opened (unsealed when encrypted). An index,
+    /// list or snapshot object is named by the SHA-256 of its stored bytes:
+    /// bytes that hash to another name (damaged, or another valid object put
+    /// in its place) are refused, so that a swapped snapshot or list is never
+    /// read as the one asked for.
     func getObject(_ key: String) throws -> [UInt8] {
-        try keys.open(try store.get(key), what: objectName(key))
+        let stored = try store.get(key)
+        if Self.addressedPrefixes.contains(where: { key.hasPrefix($0) }) {
+            let name = key[key.index(after: key.lastIndex(of: "/")!)...]
+            let digest = Hex.encode(Array(SHA256.hash(data: stored)))
+            guard Array(digest.utf8) == Array(name.utf8) else {
+                throw StoreError(.other, location: objectName(key),
+                                 message: "damaged or swapped object: its bytes' SHA-256 is \(digest.prefix(16))…, not its name")
+            }
+        }
+        return try keys.open(stored, what: objectName(key))
     }
+
+    /// The kinds of objects whose name is the SHA-256 of their stored bytes,
+    /// read whole (packs are read in ranges; their pages are checked by id).
+    static let addressedPrefixes = ["index/", "lists/", "snapshots/"]
 
     static func packKey(_ pack: PageID) -> String { let h = pack.hex; return "packs/\(h.prefix(2))/\(h)" }
 
     /// The index: every index object, merged into one table sorted by page id.
     public func loadIndex() throws -> RepoIndex {
+        try loadIndex(damaged: nil)
+    }
+
+    /// The index; with `damaged`, an index object that cannot be read is
+    /// listed there (key and error) and left out, rather than failing the
+    /// load (`verify`, which then names it and the snapshots it leaves short).
+    func loadIndex(damaged: UnsafeMutablePointer<[(key: String, error: String)]>?) throws -> RepoIndex {
         var index = RepoIndex()
         let objects = try store.list(prefix: "index/")
         // Page ids do not compress, so an object holds at most about one page per
@@ -147,8 +172,18 @@ public final class Repository: @unchecked Sendable {
         let bound = objects.reduce(0) { $0 + Int($1.size) / 32 + 1 }
         index.entries.reserveCapacity(bound)
         for object in objects {
-            try IndexObject.decode(try getObject(object.key), what: objectName(object.key), into: &index,
-                                   source: UInt32(index.objectKeys.count))
+            do {
+                let bytes = try getObject(object.key)
+                if damaged != nil {
+                    // Decoded aside first: one that fails halfway must add nothing.
+                    var aside = RepoIndex()
+                    try IndexObject.decode(bytes, what: objectName(object.key), into: &aside, source: 0)
+                }
+                try IndexObject.decode(bytes, what: objectName(object.key), into: &index, source: UInt32(index.objectKeys.count))
+            } catch let error as StoreError where damaged != nil && error.kind != .unavailable && error.kind != .denied {
+                damaged!.pointee.append((object.key, error.description))
+                continue
+            }
             index.objectKeys.append(object.key)
         }
         index.finish()

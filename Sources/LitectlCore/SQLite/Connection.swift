@@ -62,11 +62,12 @@ public final class Connection {
         case .create:
             modeParameter = "rwc"; flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
+        let opening = Clock.now()
         let uri = Connection.fileURI(path) + "?mode=" + modeParameter + (immutable && mode == .readOnly ? "&immutable=1" : "")
         if let watch = WALLeftovers.watch(path, readOnly: mode == .readOnly && !immutable) { watches.append(watch) }
         do {
             try open(uri, flags: flags, busyTimeout: busyTimeout)
-            try validateFormat()
+            try validateFormat(since: opening)
         } catch let error as DatabaseError
                     where mode == .readOnly && [.readonly, .cantopen].contains(error.code.primary) {
             // SQLite needs a -shm file to read a WAL database and cannot create
@@ -78,7 +79,7 @@ public final class Connection {
             handle = nil
             try open(uri + "&immutable=1", flags: flags, busyTimeout: busyTimeout)
             isImmutable = true
-            try validateFormat()
+            try validateFormat(since: opening)
         }
     }
 
@@ -129,8 +130,9 @@ public final class Connection {
     }
 
     /// Reads `sqlite_schema` once, so that a non-database or a corrupt header
-    /// fails at open time (SQLite itself opens lazily).
-    private func validateFormat() throws {
+    /// fails at open time (SQLite itself opens lazily). A lock that outlasts
+    /// the busy timeout is reported with the wait made since `since`.
+    private func validateFormat(since: Double) throws {
         do {
             let statement = try prepare("SELECT 1 FROM sqlite_schema LIMIT 1")
             _ = try statement.step()
@@ -140,7 +142,7 @@ public final class Connection {
             case .notadb:
                 error.message = "not a SQLite database"
             case .busy, .locked:
-                error.message = "database is locked by another process (gave up after waiting \(busyTimeout) ms)"
+                error.message = DatabaseError.lockedMessage(waited: Clock.now() - since)
             case .corrupt:
                 error.message = "corrupt database (\(error.message))"
             default:

@@ -38,6 +38,13 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         return line
     }
 
+    /// The one wording of a lock wait that ran out, with the wait really
+    /// made (measured, not the timeout asked for): every command says it so.
+    public static func lockedMessage(waited seconds: Double) -> String {
+        let shown = seconds < 0.1 ? "\(Int((seconds * 1000).rounded())) ms" : "\((seconds * 10).rounded() / 10) s"
+        return "database is locked by another process (gave up after waiting \(shown))"
+    }
+
     /// The error the connection `db` holds right now.
     static func fromConnection(_ db: OpaquePointer?, code: Int32, path: String?, sql: String? = nil) -> DatabaseError {
         let extended = db.map { sqlite3_extended_errcode($0) } ?? code

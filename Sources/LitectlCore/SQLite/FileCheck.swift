@@ -9,8 +9,10 @@ import Darwin
 
 enum FileCheck {
     /// Fails unless `path` names an existing regular file that this process can
-    /// read (and write, when `writable`). Never creates anything.
-    static func requireDatabaseFile(_ path: String, writable: Bool) throws {
+    /// read (and write, when `writable`), and, unless `whole` is false (a
+    /// damaged file that `recover` reads), one that is a complete database
+    /// (`shapeProblem`). Never creates anything.
+    static func requireDatabaseFile(_ path: String, writable: Bool, whole: Bool = true) throws {
         var info = stat()
         if stat(path, &info) != 0 {
             let err = errno
@@ -38,6 +40,50 @@ enum FileCheck {
         if writable && access(path, W_OK) != 0 {
             throw DatabaseError(code: .readonly, message: "permission denied (file is not writable)", path: path)
         }
+        if whole, let problem = shapeProblem(path, size: Int64(info.st_size)) {
+            throw DatabaseError(code: .notadb, message: problem, path: path)
+        }
+    }
+
+    /// The SQLite header's first 16 bytes.
+    static let magic: [UInt8] = Array("SQLite format 3".utf8) + [0]
+
+    /// Why the file at `path` (`size` bytes) is not a complete database, in
+    /// the words every command uses, or nil. Checked before SQLite opens it,
+    /// so that `info`, `check`, `hash` and the rest say the same thing:
+    /// - a file that does not start with SQLite's header is "not a SQLite
+    ///   database" (a 0-byte file is an empty database, as SQLite reads it);
+    /// - one cut short inside its 100-byte header or first page, or shorter
+    ///   than the page count its header gives (when that count is valid and
+    ///   no -wal or -journal could supply the rest: SQLite itself then reports
+    ///   the file as corrupt), is "truncated".
+    static func shapeProblem(_ path: String, size: Int64) -> String? {
+        guard size > 0, let head = try? readPrefix(of: path, count: 100) else { return nil }
+        let sizeText = "the file is \(size) bytes"
+        if head.count < 100 {
+            let n = min(head.count, magic.count)
+            return head.prefix(n).elementsEqual(magic.prefix(n))
+                ? "truncated: not a complete SQLite database (\(sizeText), shorter than the 100-byte header)"
+                : "not a SQLite database (\(sizeText), shorter than the 100-byte header)"
+        }
+        guard head.prefix(16).elementsEqual(magic) else {
+            return "not a SQLite database (no \"SQLite format 3\" header)"
+        }
+        func u32(_ at: Int) -> UInt32 { head[at..<(at + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
+        let stored = Int64(head[16]) << 8 | Int64(head[17])
+        let pageSize = stored == 1 ? 65536 : stored
+        // A page size SQLite would not accept is for SQLite to report.
+        guard pageSize >= 512, pageSize & (pageSize - 1) == 0 else { return nil }
+        if size < pageSize {
+            return "truncated: not a complete SQLite database (\(sizeText), shorter than its first page of \(pageSize) bytes)"
+        }
+        let pages = Int64(u32(28))
+        let countValid = pages > 0 && u32(24) == u32(92)
+        let companions = ["-wal", "-journal"].contains { (Self.size(of: path + $0) ?? 0) > 0 }
+        if countValid && !companions && pages * pageSize > size {
+            return "truncated: not a complete SQLite database (its header gives \(pages) pages of \(pageSize) bytes, \(pages * pageSize) bytes; \(sizeText))"
+        }
+        return nil
     }
 
     /// True for a WAL-mode database with no -wal file, in a folder this process

@@ -36,6 +36,8 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
     public static let ioerr = ResultCode(rawValue: SQLITE_IOERR)
     public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
+    /// "Internal use only" in SQLite; litectl uses it for a source that holds no data.
+    public static let empty = ResultCode(rawValue: SQLITE_EMPTY)
     public static let notfound = ResultCode(rawValue: SQLITE_NOTFOUND)
     public static let full = ResultCode(rawValue: SQLITE_FULL)
     public static let cantopen = ResultCode(rawValue: SQLITE_CANTOPEN)

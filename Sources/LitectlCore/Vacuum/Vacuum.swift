@@ -258,7 +258,7 @@ public enum Vacuum {
         if DurableFolder.exists(output) && !request.replace {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (--force replaces it)", path: output)
         }
-        try SeparateOutput.require(output, apartFrom: request.path, sameFile: "is the database being vacuumed; --into needs another file")
+        try SeparateOutput.require(output, apartFrom: request.path, what: "the database being vacuumed")
         let source = try Connection(path: request.path, mode: .readOnly, busyTimeout: request.busyTimeout)
         defer { try? source.close() }
         let before = try source.readTransaction { try FileState.read(source, path: request.path) }

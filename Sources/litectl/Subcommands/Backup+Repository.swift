@@ -14,7 +14,8 @@ extension Backup {
         var lockTimeout = timeout
         var verifyLevel = verify.level
         var metricsPath = metricsFile
-        var failed = false
+        var shrink = shrinkPolicy()
+        var failed = false, refusedEmpty = false
         do {
             if let config {
                 let host = try HostConfig.load(path: config)
@@ -35,6 +36,7 @@ extension Backup {
                 if let t = host.timeout { lockTimeout = t }
                 verifyLevel = host.verify
                 metricsPath = metricsPath ?? host.metricsFile
+                shrink = shrinkPolicy(default: host.shrink)
             }
             let repo = try options.open()
             if dryRun {
@@ -48,6 +50,7 @@ extension Backup {
             template.tags = tags
             template.verify = verifyLevel
             template.copy.timeout = lockTimeout
+            template.shrink = shrink
             let bar = ProgressBar(label: "")
             let showProgress = jobCount == 1 && isatty(STDERR_FILENO) == 1
             let terminal = isatty(STDOUT_FILENO) == 1
@@ -65,10 +68,11 @@ extension Backup {
                     let s = o.snapshot
                     metrics.append(BackupMetric(source: s.path, success: true, finishedAt: s.time + s.durationSeconds,
                                                 durationSeconds: s.durationSeconds, bytes: o.bytesAdded,
-                                                verified: verifyLevel == .none ? -1 : 1))
+                                                verified: verifyLevel == .none ? -1 : 1, shrunk: o.shrink != nil))
+                    if let shrink = o.shrink { printError("warning: " + shrink.message(source: result.source, retention: !keep.isEmpty)) }
                     if json {
-                        printOut(JSON.object([("source", .string(result.source)), ("ok", .bool(true)), ("error", .null),
-                                              ("snapshot", s.json), ("pages_read", .integer(Int64(o.pagesRead))),
+                        printExact(JSON.object([("source", .string(result.source)), ("ok", .bool(true)), ("error", .null),
+                                              ("snapshot", s.json), ("shrunk", o.shrink?.json ?? .null), ("pages_read", .integer(Int64(o.pagesRead))),
                                               ("pages_new", .integer(Int64(o.pagesNew))), ("bytes_added", .integer(o.bytesAdded)),
                                               ("packs_written", .integer(Int64(o.packsWritten)))]).compact)
                     } else if verbose || terminal {
@@ -76,12 +80,13 @@ extension Backup {
                     }
                 } else {
                     failed = true
+                    if result.empty { refusedEmpty = true }
                     printError(result.error ?? "\(result.source): failed")
                     metrics.append(BackupMetric(source: BackupJob.resolvedPath(result.source), success: false, finishedAt: nil,
                                                 durationSeconds: 0, bytes: 0, verified: result.corrupt ? 0 : -1))
                     if json {
-                        printOut(JSON.object([("source", .string(result.source)), ("ok", .bool(false)),
-                                              ("error", .string(result.error ?? "")), ("snapshot", .null)]).compact)
+                        printExact(JSON.object([("source", .string(result.source)), ("ok", .bool(false)),
+                                              ("error", .string(result.error ?? "")), ("snapshot", .null), ("shrunk", .null)]).compact)
                     }
                 }
             }
@@ -89,7 +94,8 @@ extension Backup {
                 // Retention for the databases of this run only, after their backups.
                 let lock = try RepoLock(repo, exclusive: false, command: "forget", timeout: lockTimeout)
                 defer { lock.release() }
-                let backedUp = Set(results.compactMap { $0.outcome?.snapshot.path })
+                // Not those that shrank: the last good snapshot may be among the older ones.
+                let backedUp = Set(results.compactMap { $0.outcome.flatMap { $0.shrink == nil ? $0.snapshot.path : nil } })
                 let decision = RepoForget.decide(try repo.snapshots().snapshots, policy: keep)
                 let doomed = decision.remove.filter { backedUp.contains($0.path) && $0.hostname == RepoLock.hostname }
                 try RepoForget.remove(doomed, from: repo)
@@ -103,6 +109,8 @@ extension Backup {
         } catch {
             throw fail(error)
         }
-        if failed { throw config != nil ? ExitStatus.findings : ExitStatus.error }
+        // An empty source refused is an error even under --config, where a
+        // database that fails is otherwise a finding (exit 1).
+        if failed { throw config != nil && !refusedEmpty ? ExitStatus.findings : ExitStatus.error }
     }
 }

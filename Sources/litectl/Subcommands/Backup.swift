@@ -55,7 +55,18 @@ struct Backup: ParsableCommand {
             node_exporter's textfile collector) atomically: \
             litectl_backup_last_success_timestamp_seconds, litectl_backup_success, \
             litectl_backup_duration_seconds, litectl_backup_bytes, litectl_backup_verified, \
-            labelled by source.
+            litectl_backup_shrunk, labelled by source.
+
+            A source that shrank to nothing is not a backup: a source that holds no table \
+            (a 0-byte file, which SQLite opens as an empty database, or an empty schema) \
+            is refused with exit status 2 unless --allow-empty. One whose page count fell \
+            by more than --warn-shrink percent (default 90) since its last backup is \
+            backed up and flagged: a warning line on stderr, "shrunk" in --json, \
+            litectl_backup_shrunk 1 in the metrics file; that run removes none of its \
+            older backups. Retention never removes the newest backup of a database that \
+            holds data while the backups it keeps hold none. The destination (and \
+            --metrics-file) is never the source, its -wal or -journal, or a link to them. \
+            See docs/safety.md.
 
             Several sources are each backed up independently; a failure is reported on \
             stderr and the others still run. Exit status: 0 all backed up, 2 any failed. \
@@ -116,6 +127,12 @@ struct Backup: ParsableCommand {
     @Flag(help: "Make no backup; list what the retention options would remove.")
     var dryRun = false
 
+    @Flag(help: "Back up a source that holds no tables (a 0-byte file included), which is refused otherwise.")
+    var allowEmpty = false
+
+    @Option(help: ArgumentHelp("Flag a source whose page count fell by more than this percentage since its last backup (on stderr, in --json and in the metrics file; 100 never flags). (default: 90)", valueName: "percent"))
+    var warnShrink: Double?
+
     @Flag(help: "Replace an existing destination file.")
     var force = false
 
@@ -135,6 +152,15 @@ struct Backup: ParsableCommand {
 
     var policy: RetentionPolicy { keep.policy }
 
+    /// The empty-source and shrink rules the options (or, under --config,
+    /// the file, which the options override) ask for.
+    func shrinkPolicy(default base: SourceShrinkPolicy = SourceShrinkPolicy()) -> SourceShrinkPolicy {
+        var policy = base
+        if allowEmpty { policy.allowEmpty = true }
+        if let warnShrink { policy.warnFraction = warnShrink / 100 }
+        return policy
+    }
+
     func validate() throws {
         if config != nil {
             guard paths.isEmpty, !repository.isGiven else { throw ValidationError("--config names the databases and the repository: give no sources and no --repo.") }
@@ -150,6 +176,7 @@ struct Backup: ParsableCommand {
         try keep.check()
         guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
         if dryRun && policy.isEmpty { throw ValidationError("--dry-run lists what retention would remove: give a --keep-* option.") }
+        if let warnShrink, !(0...100).contains(warnShrink) { throw ValidationError("--warn-shrink must be a percentage, 0 to 100.") }
     }
 
     func run() throws {
@@ -182,7 +209,8 @@ struct Backup: ParsableCommand {
                     // As if a backup were made now: it is the newest and takes the newest buckets.
                     var times = catalog.map(\.manifest.startedAt)
                     times.append(Date().timeIntervalSince1970)
-                    let keep = Retention.kept(times: times, policy: policy)
+                    let keep = Retention.kept(times: times, holdsData: catalog.map { EmptySource.holdsData(pageCount: $0.manifest.pageCount) } + [true],
+                                              policy: policy)
                     for (i, entry) in catalog.enumerated() where !keep.contains(i) {
                         printOut("would remove \(entry.backupPath)")
                     }
@@ -212,13 +240,15 @@ struct Backup: ParsableCommand {
             request.copy.vacuum = vacuum
             request.copy.timeout = timeout
             request.replaceExisting = force
+            request.shrink = shrinkPolicy()
             let bar = ProgressBar(label: DurableFolder.baseName(of: source))
             let started = Date().timeIntervalSince1970
             do {
                 let outcome = try BackupJob.run(request, progress: bar.update)
                 bar.clear()
                 var pruned: [String] = [], prunedManifests: [String] = []
-                if destinationIsFolder && !policy.isEmpty {
+                // A run that flags a shrink leaves the older backups be: the last good one may be among them.
+                if destinationIsFolder && !policy.isEmpty && outcome.shrink == nil {
                     let catalog = try Retention.catalog(folder: folder, source: outcome.manifest.source)
                     let doomed = Retention.toPrune(catalog, policy: policy).filter { $0.backupPath != outcome.backupPath }
                     try Retention.prune(doomed)
@@ -229,10 +259,12 @@ struct Backup: ParsableCommand {
                 let m = outcome.manifest
                 metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,
                                             durationSeconds: m.durationSeconds, bytes: m.compressedBytes ?? m.bytes,
-                                            verified: m.verification.result == "ok" ? 1 : -1))
+                                            verified: m.verification.result == "ok" ? 1 : -1, shrunk: outcome.shrink != nil))
+                if let shrink = outcome.shrink { printError("warning: " + shrink.message(source: source, retention: !policy.isEmpty)) }
                 if json {
-                    printOut(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
+                    printExact(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
                                           ("backup", .string(outcome.backupPath)), ("manifest", m.json),
+                                          ("shrunk", outcome.shrink?.json ?? .null),
                                           ("pruned", .array(pruned.map { .string($0) })),
                                           ("pruned_manifests", .array(prunedManifests.map { .string($0) }))]).compact)
                 } else if verbose {
@@ -251,8 +283,8 @@ struct Backup: ParsableCommand {
                                             durationSeconds: Date().timeIntervalSince1970 - started, bytes: 0,
                                             verified: (error as? DatabaseError)?.code.primary == .corrupt ? 0 : -1))
                 if json {
-                    printOut(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(describe(error))),
-                                          ("backup", .null), ("manifest", .null), ("pruned", .array([])),
+                    printExact(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(describe(error))),
+                                          ("backup", .null), ("manifest", .null), ("shrunk", .null), ("pruned", .array([])),
                                           ("pruned_manifests", .array([]))]).compact)
                 }
             }

@@ -13,7 +13,9 @@ struct Check: ParsableCommand {
             compare indexes with their tables) and PRAGMA foreign_key_check, whatever the \
             foreign_keys setting; a database SQLite cannot open because it is corrupt; \
             an expectation given with --expect-* that fails (asked for explicitly, so it \
-            fails the check without --strict). Warnings: a foreign key whose child columns \
+            fails the check without --strict). Warnings: a file that holds no table (a \
+            0-byte file, which SQLite opens as an empty database, or an empty schema: \
+            what a wiped database looks like); a foreign key whose child columns \
             no index starts with (with the CREATE INDEX that fixes it); an ordinary table \
             without a PRIMARY KEY; a non-unique index whose columns (same order, \
             collation and direction) lead another full index on the same table \
@@ -30,7 +32,7 @@ struct Check: ParsableCommand {
             one per line, keys in this order: path, status (ok, findings or error), \
             error (null or the message), findings [{severity, check, object, message, \
             fix}]. --format prints the findings as rows (path, severity, check, object, \
-            message, fix) in that format. Checks: open, integrity, foreign-key, \
+            message, fix) in that format. Checks: open, integrity, empty, foreign-key, \
             unindexed-foreign-key, no-primary-key, redundant-index, statistics, freelist, \
             wal-size, expectation.
 
@@ -50,7 +52,8 @@ struct Check: ParsableCommand {
             Exit status: 0 every database is sound (only notes, or warnings without \
             --strict); 1 a finding fails the check (an error, or a warning with \
             --strict); 2 a database could not be checked (missing, not a database, \
-            locked), with one line on stderr naming it — the others are still checked.
+            truncated, locked), with one line on stderr naming it, in the words every \
+            command uses — the others are still checked.
             """)
 
     enum JournalMode: String, ExpressibleByArgument, CaseIterable {
@@ -123,12 +126,12 @@ struct Check: ParsableCommand {
         let reports = DatabaseCheck.checkAll(paths: databases, options: options, parallelism: jobs) { report in
             if let failure = report.failure {
                 printError(failure.description)
-                if json { printOut(report.json(strict: strict).compact) }
+                if json { printExact(report.json(strict: strict).compact) }
                 return
             }
             guard rowFormat == nil else { return }
             if json {
-                printOut(report.json(strict: strict).compact)
+                printExact(report.json(strict: strict).compact)
                 fflush(nil)
                 return
             }

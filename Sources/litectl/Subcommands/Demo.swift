@@ -17,7 +17,7 @@ struct Demo: ParsableCommand {
             .appendingPathComponent("litectl-demo-\(ProcessInfo.processInfo.processIdentifier)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         defer {
-            if keep { printOut("\n(sample databases kept in \(folder))") }
+            if keep { printOut(""); printOut("(sample databases kept in \(folder))") }
             else { try? FileManager.default.removeItem(atPath: folder) }
         }
         let paths = try SampleDatabases.create(in: folder)
@@ -38,7 +38,7 @@ struct Demo: ParsableCommand {
                           ["verify", "--repo", "repo", "--read-data", "--json"],
                           ["hash", "shop.db", "archive.db"], ["diff", "--summary", "shop.db", "archive.db"],
                           ["check", "shop.db"], ["stats", "--tables", "--top", "3", "--format", "table", "shop.db"]] {
-            printOut("\n$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
+            printOut(""); printOut("$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
             do {
                 var command = try Litectl.parseAsRoot(arguments)
                 try command.run()

@@ -188,7 +188,7 @@ struct Diff: ParsableCommand {
             result = try DiffEngine.run(pathA: a, pathB: b, options: options, consumer: consumer,
                                         busyTimeout: database.busyTimeout,
                                         progress: showProgress ? { table, rows in
-                                            let line = table.map { "\r\u{1B}[Kdiff: \($0): \(rows) rows compared" } ?? "\r\u{1B}[K"
+                                            let line = table.map { "\r\u{1B}[Kdiff: \(TerminalText.visible($0)): \(rows) rows compared" } ?? "\r\u{1B}[K"
                                             _ = line.withCString { write(2, $0, strlen($0)) }
                                         } : nil)
             try sink.flush()

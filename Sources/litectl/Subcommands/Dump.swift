@@ -132,7 +132,7 @@ struct Dump: ParsableCommand {
             throw ExitStatus.error
         }
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("output", .string(output ?? "")),
                 ("format", .string(format.rawValue)),
                 ("tables", .array(summary.tables.map { table in

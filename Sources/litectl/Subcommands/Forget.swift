@@ -57,7 +57,7 @@ struct Forget: ParsableCommand {
                                                 ("kept", .array(decision.keep.map { .string($0.id) })),
                                                 ("removed", .array(decision.remove.map { .string($0.id) }))]
                 if let pruneReport { fields.append(("prune", pruneJSON(pruneReport))) }
-                printOut(JSON.object(fields).compact)
+                printExact(JSON.object(fields).compact)
             } else if verbose || dryRun {
                 for s in decision.remove {
                     printOut("\(dryRun ? "would remove" : "removed") snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))")

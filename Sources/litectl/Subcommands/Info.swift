@@ -44,9 +44,9 @@ struct Info: ParsableCommand {
             do {
                 let info = try DatabaseInfo.read(path: path, busyTimeout: database.busyTimeout)
                 if json {
-                    printOut(info.json.compact)
+                    printExact(info.json.compact)
                 } else {
-                    printOut((i > 0 ? "\n" : "") + info.text)
+                    printBlock((i > 0 ? "\n" : "") + info.text)
                 }
             } catch {
                 printError(describe(error))

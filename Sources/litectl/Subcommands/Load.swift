@@ -115,7 +115,7 @@ struct Load: ParsableCommand {
             throw ExitStatus.error
         }
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("database", .string(databasePath)),
                 ("created", .bool(summary.createdDatabase)),
                 ("statements", .integer(Int64(summary.statements))),

@@ -139,16 +139,16 @@ struct MigrateApply: ParsableCommand {
                 outcome = try MigrationRunner.run(request, onStep: onStep)
             }
         } catch let refusal as MigrationRefusal {
-            if json { printOut(Self.json(nil, path: database, applied: [], error: refusal.description).compact) }
+            if json { printExact(Self.json(nil, path: database, applied: [], error: refusal.description).compact) }
             printError(refusal.description)
             throw ExitStatus.findings
         } catch {
-            if json { printOut(Self.json(nil, path: database, applied: appliedSoFar, error: describe(error)).compact) }
+            if json { printExact(Self.json(nil, path: database, applied: appliedSoFar, error: describe(error)).compact) }
             printError(describe(error))
             throw ExitStatus.error
         }
         if json {
-            printOut(Self.json(outcome, path: database, applied: outcome.applied, error: nil).compact)
+            printExact(Self.json(outcome, path: database, applied: outcome.applied, error: nil).compact)
             return
         }
         guard talk else { return }

@@ -48,7 +48,7 @@ struct MigrateStatus: ParsableCommand {
             throw ExitStatus.error
         }
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("path", .string(report.path)), ("folder", .string(report.folder)),
                 ("version", .integer(report.version)), ("newest", .integer(report.newest)),
                 ("pending", .integer(Int64(report.pending))),

@@ -13,7 +13,17 @@ struct Patch: ParsableCommand {
             BEGIN IMMEDIATE transaction with foreign-key enforcement off; the patch's \
             own BEGIN/COMMIT and PRAGMA foreign_keys lines are skipped. On any error \
             the transaction is rolled back and A is left as it was. --dry-run runs \
-            the patch, reports what it would change, and rolls back.
+            the patch, reports what it would change, and rolls back. PATCH may be a \
+            pipe or FIFO, e.g. <(litectl diff --format sql B C).
+
+            A patch changes A and nothing else, as SQLite enforces while each statement \
+            is prepared (an authorizer, and SQLITE_LIMIT_ATTACHED 0): ATTACH, DETACH, \
+            VACUUM INTO, load_extension() and every PRAGMA but foreign_keys, \
+            defer_foreign_keys, user_version and application_id are refused, and so \
+            are sqlite3 shell dot-commands other than the .bail on a litectl patch \
+            starts with; a refused patch is exit status 2 with nothing applied. Bytes \
+            that are neither UTF-8 SQL text nor a changeset are refused before anything \
+            runs. See docs/safety.md.
 
             A changeset (litectl diff --format changeset, or any session-extension \
             changeset; recognized by its content) is applied with \
@@ -56,16 +66,19 @@ struct Patch: ParsableCommand {
 
     func run() throws {
         do {
-            let data = patch == "-" ? FileHandle.standardInput.readDataToEndOfFile()
-                                    : try readPatch(patch)
-            let bytes = [UInt8](data)
+            let bytes = patch == "-" ? [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+                                     : try FileStreams.readAll(patch)
             let result: PatchResult
             if PatchApplier.isChangeset(bytes) {
                 result = try PatchApplier.applyChangeset(path: a, changeset: bytes, policy: onConflict, invert: invert,
                                                          dryRun: dryRun, busyTimeout: database.busyTimeout)
             } else {
                 if invert { throw ValidationError("--invert applies to changesets; \(patch) is SQL.") }
-                result = try PatchApplier.apply(path: a, script: String(decoding: bytes, as: UTF8.self), dryRun: dryRun,
+                guard let script = PatchApplier.sqlText(bytes) else {
+                    throw DatabaseError(code: .notadb, message: "not a SQL patch or a changeset (binary data that is not UTF-8 text)",
+                                        path: patch == "-" ? "standard input" : patch)
+                }
+                result = try PatchApplier.apply(path: a, script: script, dryRun: dryRun, patch: patch == "-" ? nil : patch,
                                                 busyTimeout: database.busyTimeout)
             }
             if (dryRun || verbose) && PatchApplier.isChangeset(bytes) {
@@ -79,12 +92,5 @@ struct Patch: ParsableCommand {
             printError(describe(error))
             throw ExitStatus.error
         }
-    }
-
-    func readPatch(_ path: String) throws -> Data {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw DatabaseError(code: .cantopen, message: "cannot read the patch file", path: path)
-        }
-        return data
     }
 }

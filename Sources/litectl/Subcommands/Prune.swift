@@ -36,7 +36,7 @@ struct Prune: ParsableCommand {
             defer { lock.release() }
             for stale in lock.ignoredStale { printError("\(repository.location): ignoring a stale \(stale.summary) (remove it with litectl unlock)") }
             let report = try RepoPrune.run(repository, dryRun: dryRun, lock: lock)
-            if json { printOut(pruneJSON(report).compact) }
+            if json { printExact(pruneJSON(report).compact) }
             else if verbose || dryRun { printOut(pruneSummary(report, dryRun: dryRun)) }
         } catch {
             throw fail(error)

@@ -81,7 +81,7 @@ struct Recover: ParsableCommand {
             throw ExitStatus.error
         }
         if json {
-            printOut(report.json.pretty)
+            printExact(report.json.pretty)
         } else {
             for line in report.lines { printOut(line) }
         }

@@ -44,7 +44,7 @@ struct RepoInit: ParsableCommand {
             if let folder = store as? FolderStore { try folder.createRoot() }
             let repository = try Repository.initialize(store, secret: try options.secret())
             if json {
-                printOut(JSON.object([("repository", .string(url)), ("id", .string(repository.id)),
+                printExact(JSON.object([("repository", .string(url)), ("id", .string(repository.id)),
                                       ("encrypted", .bool(repository.encrypted))]).compact)
             }
         } catch {

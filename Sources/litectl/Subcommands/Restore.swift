@@ -133,7 +133,7 @@ struct Restore: ParsableCommand {
             let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
             bar.clear()
             if json {
-                printOut(JSON.object([("snapshot", .string(snapshot.id)), ("database", .string(snapshot.database)),
+                printExact(JSON.object([("snapshot", .string(snapshot.id)), ("database", .string(snapshot.database)),
                                       ("time", .string(Timestamp.iso8601(snapshot.time))), ("target", .string(target)),
                                       ("pages", .integer(Int64(outcome.pages))), ("bytes_fetched", .integer(outcome.bytesFetched)),
                                       ("replaced_existing", .bool(outcome.replacedExisting)),

@@ -38,7 +38,7 @@ struct Snapshots: ParsableCommand {
                     && (tag.isEmpty || s.tags.contains { tag.contains($0) })
             }
             if json {
-                for s in shown { printOut(s.json.compact) }
+                for s in shown { printExact(s.json.compact) }
             } else {
                 var rows = [["ID", "DATABASE", "HOST", "TIME", "PAGES", "ADDED", "TAGS"]]
                 for s in shown {

@@ -100,7 +100,8 @@ struct Stats: ParsableCommand {
             }
             if format == .table && !output.noHeaders {
                 let change = comparison.newPageCount - comparison.oldPageCount
-                printOut("file: \(comparison.oldPageCount) → \(comparison.newPageCount) pages (\(change >= 0 ? "+" : "")\(change), \(change >= 0 ? "+" : "-")\(humanBytes(abs(change) * comparison.pageSize)))\n")
+                printOut("file: \(comparison.oldPageCount) → \(comparison.newPageCount) pages (\(change >= 0 ? "+" : "")\(change), \(change >= 0 ? "+" : "-")\(humanBytes(abs(change) * comparison.pageSize)))")
+                printOut("")
                 fflush(nil)
             }
             let writer = output.makeWriter(sink: sink)

@@ -177,8 +177,8 @@ struct Transform: ParsableCommand {
         do {
             report = try TableTransformer.run(path: database, request: request, mode: mode, busyTimeout: options.busyTimeout)
         } catch let refusal as TransformRefusal {
-            if json { printOut(Self.json(refusal.report, refused: refusal.message).compact) }
-            else if verbose || isatty(STDOUT_FILENO) == 1 { printOut(Self.text(refusal.report)) }
+            if json { printExact(Self.json(refusal.report, refused: refusal.message).compact) }
+            else if verbose || isatty(STDOUT_FILENO) == 1 { printBlock(Self.text(refusal.report)) }
             printError(refusal.description)
             throw ExitStatus.findings
         } catch {
@@ -186,20 +186,20 @@ struct Transform: ParsableCommand {
             throw ExitStatus.error
         }
         if sqlOnly {
-            printOut(report.statements.joined(separator: "\n"))
+            printExact(report.statements.joined(separator: "\n"))
         } else if json {
-            printOut(Self.json(report, refused: nil).compact)
+            printExact(Self.json(report, refused: nil).compact)
         } else if verbose || dryRun || isatty(STDOUT_FILENO) == 1 {
-            printOut(Self.text(report))
+            printBlock(Self.text(report))
         }
     }
 
     static func text(_ report: TransformReport) -> String {
         var lines: [String] = []
         let state = report.committed ? "transformed" : "not changed"
-        lines.append("\(report.path): \(report.table): \(state); \(report.rows) rows copied")
+        lines.append("\(visible(report.path)): \(visible(report.table)): \(state); \(report.rows) rows copied")
         for column in report.columns {
-            var line = "  \(column.name)"
+            var line = "  \(visible(column.name))"
             if !column.changes.isEmpty { line += " (" + column.changes.joined(separator: ", ") + ")" }
             switch column.changedValues {
             case nil: line += ": not compared"
@@ -210,7 +210,7 @@ struct Transform: ParsableCommand {
             }
             lines.append(line)
         }
-        for dropped in report.droppedColumns { lines.append("  \(dropped): dropped") }
+        for dropped in report.droppedColumns { lines.append("  \(visible(dropped)): dropped") }
         if let paired = report.pairedRows, let by = report.pairedBy {
             lines.append("  rows matched by \(by): \(paired) of \(report.rows)")
         }

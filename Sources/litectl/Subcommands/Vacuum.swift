@@ -131,7 +131,7 @@ struct Vacuum: ParsableCommand {
 
     func show(_ report: VacuumReport) {
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("path", .string(databasePath)),
                 ("mode", .string(report.mode.rawValue)),
                 ("into", .optional(into) { .string($0) }),
@@ -180,7 +180,7 @@ struct Vacuum: ParsableCommand {
         }
         let enough = estimate.space.allSatisfy(\.isMet)
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("path", .string(databasePath)),
                 ("dry_run", .bool(true)),
                 ("before", Self.json(estimate.before)),

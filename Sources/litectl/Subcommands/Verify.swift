@@ -84,7 +84,7 @@ struct Verify: ParsableCommand {
                     bad = true
                     let result = "missing: \(DurableFolder.baseName(of: manifest)) is there but the backup file is not (a backup killed before its rename into place; backup --keep-* removes such manifests)"
                     if json {
-                        printOut(JSON.object([
+                        printExact(JSON.object([
                             ("path", .string(path)), ("ok", .bool(false)), ("compressed", .null), ("sha256", .null),
                             ("manifest", .string(manifest)), ("sha256_matches", .null), ("check", .null), ("result", .string(result)),
                         ]).compact)
@@ -109,7 +109,7 @@ struct Verify: ParsableCommand {
 
     func report(_ check: BackupCheck, path: String) {
         if json {
-            printOut(JSON.object([
+            printExact(JSON.object([
                 ("path", .string(path)), ("ok", .bool(check.passed)), ("compressed", .bool(check.compressed)),
                 ("sha256", .string(check.sha256)), ("manifest", .optional(check.manifestPath) { .string($0) }),
                 ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
@@ -136,7 +136,7 @@ struct Verify: ParsableCommand {
             let report = try RepoVerify.run(repo, options: options, progress: bar.update)
             bar.clear()
             if json {
-                printOut(JSON.object([
+                printExact(JSON.object([
                     ("repository", .string(repo.location)), ("ok", .bool(report.problems.isEmpty)),
                     ("snapshots", .integer(Int64(report.snapshots))), ("packs", .integer(Int64(report.packs))),
                     ("packs_read", .integer(Int64(report.packsRead))), ("pages_indexed", .integer(Int64(report.pagesIndexed))),

@@ -20,7 +20,7 @@ final class ProgressBar: @unchecked Sendable {  // drawn from one thread at a ti
         lastPercent = percent
         let width = 30, filled = percent * width / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(percent)% \(progress.pagesCopied)/\(progress.pageCount) pages".utf8))
+        FileHandle.standardError.write(Data("\r\(TerminalText.visible(label)) [\(bar)] \(percent)% \(progress.pagesCopied)/\(progress.pageCount) pages".utf8))
     }
 
     func clear() {
