@@ -137,7 +137,7 @@ import TestSupport
         #expect(try sqlite3(["-batch", out + "/" + backup, ".dump"]) == (try sqlite3(["-batch", db, ".dump"])))
 
         // verify: good, then a flipped byte (hash mismatch) gives exit 1.
-        let good = try litectl("verify", out + "/" + backup)
+        let good = try litectl("verify", "-v", out + "/" + backup)
         #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
         #expect(good.stdout.hasPrefix("ok "))
         var bytes = try Data(contentsOf: URL(fileURLWithPath: out + "/" + backup))
@@ -316,7 +316,7 @@ import TestSupport
         try FileManager.default.copyItem(atPath: out + "/" + lost + ".json", toPath: out + "/renamed.json")
 
         let missing = "missing: \(lost).json is there but the backup file is not"
-        let all = try litectl("verify", "--quick", out)
+        let all = try litectl("verify", "-v", "--quick", out)
         #expect(all.status == 1)
         let lines = all.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3, "\(all.stdout)")

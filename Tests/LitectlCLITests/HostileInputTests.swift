@@ -224,7 +224,7 @@ import TestSupport
         let zero = folder.file("zero.db"), bare = folder.file("bare.db")
         FileManager.default.createFile(atPath: zero, contents: Data())
         try makeDatabase(bare, "CREATE VIEW v AS SELECT 1;")
-        var r = try litectl("check", zero, bare)
+        var r = try litectl("check", "-v", zero, bare)
         #expect(r.status == 0, "warnings pass without --strict: \(r.stderr)")
         #expect(r.stdout.contains("\(zero): warning [empty] the file is empty (0 bytes)"), "\(r.stdout)")
         #expect(r.stdout.contains("\(bare): warning [empty] the database holds no tables"), "\(r.stdout)")
@@ -372,7 +372,7 @@ import TestSupport
         let runs: [[String]] = [
             ["tables", db, "--format", "table"], ["tables", db, "--format", "markdown"],
             ["query", db, "SELECT * FROM \(quoted)", "--format", "table"],
-            ["check", db], ["diff", db, db2], ["diff", "--summary", db, db2], ["info", db], ["hash", "--per-table", db],
+            ["check", "-v", db], ["diff", db, db2], ["diff", "--summary", db, db2], ["info", db], ["hash", "--per-table", db],
             ["stats", db, "--format", "table"],
             ["query", db, "SELECT * FROM nosuch\u{1B}[2J"],  // an error line naming the table
             ["info", folder.file("missing\u{1B}]0;x\u{07}.db")],  // an error line naming the file

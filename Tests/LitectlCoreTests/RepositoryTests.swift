@@ -165,14 +165,38 @@ final class RepositoryTests: XCTestCase {
         XCTAssertEqual(first.pageCount, second.pageCount)
         XCTAssertNil(first.parent)
         XCTAssertNil(second.parent)
+        // Swapped in place (another list's bytes under this list's name): the
+        // name is the SHA-256 of the bytes, so the read itself refuses it.
         let lists = folder.file("repo/lists/")
+        let original = try Data(contentsOf: URL(fileURLWithPath: lists + first.list))
         try FileManager.default.removeItem(atPath: lists + first.list)
         try FileManager.default.copyItem(atPath: lists + second.list, toPath: lists + first.list)
-        let report = try readAll(repository)
-        XCTAssertEqual(report.problems.map(\.object), ["lists/" + first.list], "\(report.problems.map(\.message))")
+        var report = try readAll(repository)
+        XCTAssertEqual(report.problems.map(\.object), ["snapshots/" + first.id], "\(report.problems.map(\.message))")
+        XCTAssertTrue(report.problems.first?.message.contains("lists/\(first.list): damaged or swapped object") == true)
         XCTAssertEqual(report.damagedSnapshots, [first.id])
         XCTAssertThrowsError(try restore(first, repository, to: folder.file("back.db"))) {
-            XCTAssertTrue("\($0)".contains("page ids in \(folder.file("repo/lists/") + first.list) does not match snapshot \(first.shortID)'s pages_sha256")
+            XCTAssertTrue("\($0)".contains("damaged or swapped object"), "\($0)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file("back.db")))
+        try original.write(to: URL(fileURLWithPath: lists + first.list))
+
+        // A snapshot rewritten to name the other's list, stored under its new
+        // name (a valid object, as a broken or hostile writer could make): every
+        // page then matches its id, and the ids' digest is what finds it.
+        let snapshots = folder.file("repo/snapshots/")
+        let json = try String(contentsOfFile: snapshots + first.id, encoding: .utf8).replacingOccurrences(of: first.list, with: second.list)
+        let renamed = folder.file("renamed.json")
+        try json.write(toFile: renamed, atomically: true, encoding: .utf8)
+        let newID = String(try runProcess("/usr/bin/sha256sum", [renamed]).stdout.prefix(64))
+        try FileManager.default.moveItem(atPath: renamed, toPath: snapshots + newID)
+        try FileManager.default.removeItem(atPath: snapshots + first.id)
+        report = try readAll(repository)
+        XCTAssertEqual(report.problems.map(\.object), ["lists/" + second.list], "\(report.problems.map(\.message))")
+        XCTAssertEqual(report.damagedSnapshots, [newID])
+        let forged = try XCTUnwrap(try repository.snapshots().snapshots.first { $0.id == newID })
+        XCTAssertThrowsError(try restore(forged, repository, to: folder.file("back.db"))) {
+            XCTAssertTrue("\($0)".contains("page ids in \(lists + second.list) does not match snapshot \(forged.shortID)'s pages_sha256")
                           && "\($0)".contains("every page of the rebuilt file matches its id"), "\($0)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder.file("back.db")))
@@ -601,8 +625,13 @@ final class RepositoryTests: XCTestCase {
         let all = [snap("aa11", "a.db", 100), snap("aa22", "a.db", 200), snap("bb33", "b.db", 300)]
         XCTAssertEqual(try SnapshotSelector.select("latest", from: all, database: "a.db", at: nil, location: "r").id, "aa22")
         XCTAssertEqual(try SnapshotSelector.select("latest", from: all, database: "a.db", at: 150, location: "r").id, "aa11")
-        XCTAssertEqual(try SnapshotSelector.select("bb", from: all, database: nil, at: nil, location: "r").id, "bb33")
-        XCTAssertThrowsError(try SnapshotSelector.select("aa", from: all, database: nil, at: nil, location: "r"))
+        XCTAssertEqual(try SnapshotSelector.select("bb33", from: all, database: nil, at: nil, location: "r").id, "bb33")
+        // Fewer than 4 hex digits name a snapshot only by chance: refused, even when one matches.
+        XCTAssertThrowsError(try SnapshotSelector.select("bb", from: all, database: nil, at: nil, location: "r")) {
+            XCTAssertTrue("\($0)".contains("too short to name a snapshot"), "\($0)")
+        }
+        let longer = [snap("aa11cc", "a.db", 100), snap("aa11dd", "a.db", 200)]
+        XCTAssertThrowsError(try SnapshotSelector.select("aa11", from: longer, database: nil, at: nil, location: "r"))
         XCTAssertThrowsError(try SnapshotSelector.select("latest", from: all, database: nil, at: nil, location: "r"))
         XCTAssertThrowsError(try SnapshotSelector.select("latest", from: all, database: "a.db", at: 50, location: "r"))
         XCTAssertEqual(try SnapshotSelector.parseTime("1970-01-01T00:01:40Z"), 100.999, accuracy: 0.001)

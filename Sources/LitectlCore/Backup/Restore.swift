@@ -31,15 +31,25 @@ public struct RestoreOutcome: Sendable {
 }
 
 public enum Restore {
+    /// Whether `target` exists; refuses a folder, and an existing file
+    /// without `force` (whose old content `--force` keeps beside it).
+    static func checkTarget(_ target: String, force: Bool) throws -> Bool {
+        if DurableFolder.isFolder(target) {
+            throw DatabaseError(code: .cantopen, message: "is a folder; give the path of the database file to restore into", path: target)
+        }
+        let exists = DurableFolder.exists(target)
+        if exists && !force {
+            throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: target)).before-restore-<timestamp>)",
+                                path: target)
+        }
+        return exists
+    }
+
     public static func run(_ request: RestoreRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> RestoreOutcome {
         try SameFileRule.require(output: request.target,
                                  apartFrom: [request.backup, BackupManifest.path(forBackup: request.backup)],
                                  what: "the backup being restored")
-        let targetExists = DurableFolder.exists(request.target)
-        if targetExists && !request.force {
-            throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: request.target)).before-restore-<timestamp>)",
-                                path: request.target)
-        }
+        let targetExists = try checkTarget(request.target, force: request.force)
         // What a restore of this TARGET killed with SIGKILL left beside it
         // (the full-size copy of the old content, or of the new one).
         TemporaryFiles.removeStale(in: DurableFolder.parent(of: request.target), stem: DurableFolder.baseName(of: request.target))

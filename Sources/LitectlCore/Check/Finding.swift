@@ -58,6 +58,9 @@ public struct Finding: Sendable, Equatable {
     /// SQL that would fix it, when there is a simple fix.
     public var fix: String?
 
+    /// Whether this finding fails the check: an error, or a warning when `strict`.
+    public func fails(strict: Bool) -> Bool { severity == .error || (strict && severity == .warning) }
+
     public init(_ severity: Severity, _ check: CheckKind, object: String?, _ message: String, fix: String? = nil) {
         self.severity = severity
         self.check = check
@@ -83,7 +86,7 @@ public struct CheckReport: Sendable {
 
     /// True when a finding fails the check: an error, or a warning when `strict`.
     public func fails(strict: Bool) -> Bool {
-        findings.contains { $0.severity == .error || (strict && $0.severity == .warning) }
+        findings.contains { $0.fails(strict: strict) }
     }
 
     /// The report as JSON, keys in a fixed order: path, status ("ok",

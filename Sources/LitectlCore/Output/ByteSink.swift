@@ -50,6 +50,13 @@ public final class FileDescriptorSink: ByteSink {
     }
 }
 
+/// A sink that keeps nothing (`-q`: the rows are computed, nothing printed).
+public final class DiscardSink: ByteSink {
+    public init() {}
+    public func write(_ bytes: [UInt8]) {}
+    public func flush() throws {}
+}
+
 /// A sink that collects everything in memory (for tests and small reports).
 public final class MemorySink: ByteSink {
     public private(set) var bytes: [UInt8] = []

@@ -70,8 +70,11 @@ public struct HostConfig: Sendable, Equatable {
             return n
         }
         guard let repository = try string("repository") else { throw fail("missing key repository (a folder or s3://BUCKET/PREFIX)") }
-        guard let databases = try strings("databases"), !databases.isEmpty else {
+        guard let databases = try strings("databases") else {
             throw fail("missing key databases (paths and globs of the databases to back up)", key: "databases")
+        }
+        guard !databases.isEmpty else {
+            throw fail("databases is empty: name at least one path or glob of a database to back up", key: "databases")
         }
         var config = HostConfig(repository: repository.hasPrefix("s3://") ? repository : resolve(repository),
                                 databases: databases.map(resolve), jobs: max(1, ProcessInfo.processInfo.activeProcessorCount))

@@ -79,6 +79,25 @@ public enum RepoSecret: Sendable {
     case keyFile(String)
     /// A passphrase, stretched with scrypt.
     case passphrase([UInt8])
+
+    /// The passphrase a passphrase file holds: the bytes of its first line,
+    /// up to the first newline (LF) and without it, as they are (no trimming,
+    /// no encoding: a CR before the LF is part of the passphrase). Read until
+    /// its end, so that the file may be a pipe (`<(pass show repo)`).
+    public static func passphrase(file path: String) throws -> RepoSecret {
+        guard let bytes = try? FileStreams.readAll(path) else {
+            throw StoreError(.io, location: path, message: "cannot read the passphrase file")
+        }
+        let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
+        guard !line.isEmpty else { throw StoreError(.other, location: path, message: "the passphrase file is empty") }
+        return .passphrase(Array(line))
+    }
+
+    /// The passphrase in `LITECTL_PASSPHRASE` (its UTF-8 bytes), if set and not empty.
+    public static func passphraseFromEnvironment(_ environment: [String: String]) -> RepoSecret? {
+        guard let words = environment["LITECTL_PASSPHRASE"], !words.isEmpty else { return nil }
+        return .passphrase(Array(words.utf8))
+    }
 }
 
 /// The keys of an open repository; `nil` keys for a plaintext one.

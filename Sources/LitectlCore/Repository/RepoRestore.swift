@@ -45,11 +45,7 @@ public enum RepoRestore {
         if let folder = repository.store as? FolderStore {
             try SameFileRule.require(output: request.target, outside: folder.root, what: "the repository")
         }
-        let targetExists = DurableFolder.exists(request.target)
-        if targetExists && !request.force {
-            throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: request.target)).before-restore-<timestamp>)",
-                                path: request.target)
-        }
+        let targetExists = try Restore.checkTarget(request.target, force: request.force)
         let folder = DurableFolder.parent(of: request.target)
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder: \(folder)", path: request.target)

@@ -3,6 +3,9 @@
 import Foundation
 
 public enum SnapshotSelector {
+    /// The fewest hex digits that name a snapshot.
+    public static let shortestPrefix = 4
+
     public static func select(_ name: String, from snapshots: [Snapshot], database: String?, at: Double?,
                               location: String) throws -> Snapshot {
         func fits(_ s: Snapshot) -> Bool {
@@ -23,6 +26,11 @@ public enum SnapshotSelector {
         let lower = name.lowercased()
         guard !lower.isEmpty, lower.allSatisfy(\.isHexDigit) else {
             throw StoreError(.other, location: location, message: "\(name): not a snapshot id (hex digits) or latest")
+        }
+        // A prefix of 1 to 3 digits names a snapshot only by chance (and the
+        // wrong one once another backup lands): snapshots list 8.
+        guard lower.count >= Self.shortestPrefix else {
+            throw StoreError(.other, location: location, message: "\(name): too short to name a snapshot; give at least \(Self.shortestPrefix) hex digits of its id (snapshots lists 8) or latest")
         }
         let matches = snapshots.filter { $0.id.hasPrefix(lower) }
         if matches.count > 1 { throw StoreError(.other, location: location, message: "\(name): ambiguous, \(matches.count) snapshots start with it") }

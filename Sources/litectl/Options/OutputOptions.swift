@@ -1,4 +1,6 @@
-// Output options every row-printing command shares (query, tables, stats, ...).
+// Output options every row-printing command shares (query, tables, stats,
+// analyze, check --format, ...), with the voice every command has: --json is
+// --format json, -q prints no rows.
 import ArgumentParser
 import LitectlCore
 
@@ -17,14 +19,21 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .long, help: "Leave out the header line (table, csv, tsv, markdown).")
     var noHeaders = false
 
-    /// The format to use: the one asked for, else table for a terminal and
-    /// jsonl for a pipe or file (machines read the output there).
-    var resolvedFormat: OutputFormat {
-        format ?? (isatty(1) == 1 ? .table : .jsonl)
+    @OptionGroup var voice: VoiceOptions
+
+    func validate() throws {
+        if voice.json, let format, format != .json { throw ValidationError("--json is --format json: give one of them.") }
     }
 
-    /// A writer on stdout in the resolved format.
+    /// The format to use: the one asked for (--json: json), else table for a
+    /// terminal and jsonl for a pipe or file (machines read the output there).
+    var resolvedFormat: OutputFormat {
+        if voice.json { return .json }
+        return format ?? (isatty(1) == 1 ? .table : .jsonl)
+    }
+
+    /// A writer on `sink` in the resolved format; with -q, one that writes nothing.
     func makeWriter(sink: ByteSink) -> RowWriter {
-        RowWriter(format: resolvedFormat, headers: !noHeaders, sink: sink)
+        RowWriter(format: resolvedFormat, headers: !noHeaders, sink: voice.quiet ? DiscardSink() : sink)
     }
 }

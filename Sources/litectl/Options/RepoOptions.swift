@@ -35,19 +35,8 @@ struct RepoOptions: ParsableArguments {
     /// The key, from the options or $LITECTL_PASSPHRASE.
     func secret() throws -> RepoSecret? {
         if let keyFile { return .keyFile(keyFile) }
-        if let passphraseFile {
-            // FileHandle, not FileManager: the file may be a pipe (<(pass show repo)).
-            guard let handle = FileHandle(forReadingAtPath: passphraseFile), let data = try? handle.readToEnd() else {
-                throw StoreError(.io, location: passphraseFile, message: "cannot read the passphrase file")
-            }
-            let line = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? Data()
-            guard !line.isEmpty else { throw StoreError(.other, location: passphraseFile, message: "the passphrase file is empty") }
-            return .passphrase(Array(line))
-        }
-        if let words = ProcessInfo.processInfo.environment["LITECTL_PASSPHRASE"], !words.isEmpty {
-            return .passphrase(Array(words.utf8))
-        }
-        return nil
+        if let passphraseFile { return try .passphrase(file: passphraseFile) }
+        return RepoSecret.passphraseFromEnvironment(ProcessInfo.processInfo.environment)
     }
 
     /// The object store the URL names.
@@ -64,7 +53,11 @@ struct RepoOptions: ParsableArguments {
     /// Opens the repository (one error line naming it when that fails).
     func open() throws -> Repository {
         guard let url else { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
-        return try Repository.open(try store(url: url), secret: try secret())
+        let repository = try Repository.open(try store(url: url), secret: try secret())
+        if !repository.encrypted, let given = keyFile.map({ "--key-file \($0)" }) ?? passphraseFile.map({ "--passphrase-file \($0)" }) {
+            printError("warning: \(url): the repository is not encrypted, so \(given) is not used (is this the repository you meant?)")
+        }
+        return repository
     }
 }
 

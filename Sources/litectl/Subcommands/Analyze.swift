@@ -18,7 +18,7 @@ struct Analyze: ParsableCommand {
 
             Columns: table, index (null for a table-only row), before_rows, before, \
             after_rows, after, changed (1 when the stored stat changed). Exit status: 0 \
-            done, 2 error (missing file, read-only file, lock held past --busy-timeout).
+            done, 2 error (missing file, read-only file, lock held past --timeout).
             """)
 
     @Argument(help: ArgumentHelp("Database file.", valueName: "db"))
@@ -59,7 +59,7 @@ struct Analyze: ParsableCommand {
         for entry in result.entries { writer.write(result.row(entry)) }
         writer.finish()
         try sink.flush()
-        if dryRun && output.resolvedFormat == .table {
+        if dryRun && output.resolvedFormat == .table && !output.voice.quiet {
             printOut("(dry run: rolled back, nothing written)")
         }
     }

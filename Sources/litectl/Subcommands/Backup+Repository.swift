@@ -61,7 +61,7 @@ extension Backup {
                 bar.update(CopyProgress(pagesCopied: p.pages, pageCount: p.pageCount))
             })
             bar.clear()
-            for lock in stale { printError("\(repo.location): ignoring a stale \(lock.summary) (remove it with litectl unlock)") }
+            for lock in stale where !voice.quiet { printError("\(repo.location): ignoring a stale \(lock.summary) (remove it with litectl unlock)") }
             var metrics: [BackupMetric] = []
             for result in results {
                 if let o = result.outcome {
@@ -69,14 +69,14 @@ extension Backup {
                     metrics.append(BackupMetric(source: s.path, success: true, finishedAt: s.time + s.durationSeconds,
                                                 durationSeconds: s.durationSeconds, bytes: o.bytesAdded,
                                                 verified: verifyLevel == .none ? -1 : 1, shrunk: o.shrink != nil))
-                    if let shrink = o.shrink { printError("warning: " + shrink.message(source: result.source, retention: !keep.isEmpty)) }
+                    if let shrink = o.shrink, !voice.quiet { printError("warning: " + shrink.message(source: result.source, retention: !keep.isEmpty)) }
                     if json {
                         printExact(JSON.object([("source", .string(result.source)), ("ok", .bool(true)), ("error", .null),
                                               ("snapshot", s.json), ("shrunk", o.shrink?.json ?? .null), ("pages_read", .integer(Int64(o.pagesRead))),
                                               ("pages_new", .integer(Int64(o.pagesNew))), ("bytes_added", .integer(o.bytesAdded)),
                                               ("packs_written", .integer(Int64(o.packsWritten)))]).compact)
-                    } else if verbose || terminal {
-                        printOut("\(result.source) -> snapshot \(s.shortID): \(o.pagesRead) pages read, \(o.pagesNew) new, \(human(o.bytesAdded)) added, \(String(format: "%.2f", o.seconds)) s")
+                    } else if !voice.quiet && (verbose || terminal) {
+                        printOut("\(result.source) -> snapshot \(s.shortID): \(o.pagesRead) pages read, \(o.pagesNew) new, \(humanBytes(o.bytesAdded)) added, \(String(format: "%.2f", o.seconds)) s")
                     }
                 } else {
                     failed = true

@@ -118,9 +118,8 @@ struct Backup: ParsableCommand {
     @Flag(help: "Make a compacted copy with VACUUM INTO instead of the backup API.")
     var vacuum = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for locks held by other processes (the source's, the destination folder's).",
-                               valueName: "seconds"))
-    var timeout: Double = 60
+    @OptionGroup var lockWait: DatabaseOptions
+    var timeout: Double { lockWait.seconds(default: 60) }
 
     @OptionGroup(title: "Retention") var keep: KeepOptions
 
@@ -136,11 +135,9 @@ struct Backup: ParsableCommand {
     @Flag(help: "Replace an existing destination file.")
     var force = false
 
-    @Flag(name: .shortAndLong, help: "Print a summary line per source on stdout.")
-    var verbose = false
-
-    @Flag(help: "Print one JSON object per source on stdout.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
     @Option(help: ArgumentHelp("Write a Prometheus textfile with the run's metrics here.", valueName: "path"))
     var metricsFile: String?
@@ -174,7 +171,6 @@ struct Backup: ParsableCommand {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more.") }
         if let gzipLevel, !(1...9).contains(gzipLevel) { throw ValidationError("--gzip-level must be 1 to 9.") }
         try keep.check()
-        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
         if dryRun && policy.isEmpty { throw ValidationError("--dry-run lists what retention would remove: give a --keep-* option.") }
         if let warnShrink, !(0...100).contains(warnShrink) { throw ValidationError("--warn-shrink must be a percentage, 0 to 100.") }
     }
@@ -260,7 +256,7 @@ struct Backup: ParsableCommand {
                 metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,
                                             durationSeconds: m.durationSeconds, bytes: m.compressedBytes ?? m.bytes,
                                             verified: m.verification.result == "ok" ? 1 : -1, shrunk: outcome.shrink != nil))
-                if let shrink = outcome.shrink { printError("warning: " + shrink.message(source: source, retention: !policy.isEmpty)) }
+                if let shrink = outcome.shrink, !voice.quiet { printError("warning: " + shrink.message(source: source, retention: !policy.isEmpty)) }
                 if json {
                     printExact(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
                                           ("backup", .string(outcome.backupPath)), ("manifest", m.json),
@@ -268,7 +264,7 @@ struct Backup: ParsableCommand {
                                           ("pruned", .array(pruned.map { .string($0) })),
                                           ("pruned_manifests", .array(prunedManifests.map { .string($0) }))]).compact)
                 } else if verbose {
-                    let size = m.compressedBytes.map { "\(human(m.bytes)), \(human($0)) compressed" } ?? human(m.bytes)
+                    let size = m.compressedBytes.map { "\(humanBytes(m.bytes)), \(humanBytes($0)) compressed" } ?? humanBytes(m.bytes)
                     let verdict = m.verification.mode == "none" ? "not verified"
                         : "\(m.verification.mode == "full" ? "integrity_check" : "quick_check") \(m.verification.result)"
                     printOut("\(source) -> \(outcome.backupPath) (\(size), \(String(format: "%.2f", m.durationSeconds)) s, \(verdict), \(m.strategy))")
@@ -296,12 +292,4 @@ struct Backup: ParsableCommand {
         }
         if failed { throw ExitStatus.error }
     }
-}
-
-/// Bytes for people: 1.2 MB.
-func human(_ bytes: Int64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"]
-    var value = Double(bytes), unit = 0
-    while value >= 1000 && unit < units.count - 1 { value /= 1000; unit += 1 }
-    return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
 }

@@ -25,10 +25,11 @@ struct Check: ParsableCommand {
             --max-free-percent of the file; a -wal file larger than the database. Notes \
             (never fail): that --quick was used.
 
-            Output: on a terminal, one line per finding (`PATH: SEVERITY [CHECK] \
-            OBJECT: MESSAGE`, then `  fix: SQL` when there is one) and `PATH: ok` for a \
-            sound database; when stdout is not a terminal a sound database prints \
-            nothing (cron mails nothing). --json prints one JSON object per database, \
+            Output: on a terminal (or with -v), one line per finding (`PATH: SEVERITY \
+            [CHECK] OBJECT: MESSAGE`, then `  fix: SQL` when there is one) and `PATH: \
+            ok` for a sound database; when stdout is not a terminal only the findings \
+            that fail the check print (errors, and warnings with --strict), so a \
+            passing run prints nothing and cron mails nothing; -q prints nothing. --json prints one JSON object per database, \
             one per line, keys in this order: path, status (ok, findings or error), \
             error (null or the message), findings [{severity, check, object, message, \
             fix}]. --format prints the findings as rows (path, severity, check, object, \
@@ -69,9 +70,6 @@ struct Check: ParsableCommand {
     @Flag(name: .long, help: "Fail on warnings too.")
     var strict = false
 
-    @Flag(name: .long, help: "One JSON object per database, one per line.")
-    var json = false
-
     @Option(name: .long, help: ArgumentHelp("Warn when free pages exceed this share of the file, in percent.", valueName: "percent"))
     var maxFreePercent: Double = 25
 
@@ -99,7 +97,7 @@ struct Check: ParsableCommand {
         guard jobs >= 1 else { throw ValidationError("-j must be 1 or more.") }
         guard connections >= 1 else { throw ValidationError("--connections must be 1 or more.") }
         guard maxFreePercent >= 0, maxFreePercent <= 100 else { throw ValidationError("--max-free-percent must be between 0 and 100.") }
-        if json && output.format != nil { throw ValidationError("Give --json or --format, not both.") }
+        if output.voice.json && output.format != nil { throw ValidationError("Give --json or --format, not both.") }
         if let text = expectApplicationId, Self.parseInteger(text) == nil {
             throw ValidationError("--expect-application-id: '\(text)' is not an integer.")
         }
@@ -120,7 +118,7 @@ struct Check: ParsableCommand {
         options.busyTimeout = database.busyTimeout
         options.integrityConnections = connections
 
-        let strict = self.strict, json = self.json
+        let strict = self.strict, json = output.voice.json, voice = output.voice
         let rowFormat = output.format
         let terminal = isatty(1) == 1
         let reports = DatabaseCheck.checkAll(paths: databases, options: options, parallelism: jobs) { report in
@@ -135,13 +133,16 @@ struct Check: ParsableCommand {
                 fflush(nil)
                 return
             }
-            for finding in report.findings {
+            guard !voice.quiet else { return }
+            // On a terminal or with -v every finding; otherwise (cron, CI logs)
+            // only those that fail the check, so that a passing run prints nothing.
+            for finding in report.findings where terminal || voice.verbose || finding.fails(strict: strict) {
                 var line = "\(report.path): \(finding.severity.rawValue) [\(finding.check.rawValue)] "
                 if let object = finding.object { line += "\(object): " }
                 printOut(line + finding.message)
                 if let fix = finding.fix { printOut("  fix: \(fix)") }
             }
-            if terminal && !report.fails(strict: strict) && report.findings.allSatisfy({ $0.severity == .note }) {
+            if (terminal || voice.verbose) && !report.fails(strict: strict) && report.findings.allSatisfy({ $0.severity == .note }) {
                 printOut("\(report.path): ok")
             }
             fflush(nil)

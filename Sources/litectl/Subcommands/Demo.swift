@@ -7,21 +7,31 @@ import LitectlCore
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show litectl at work on sample databases made in a temporary folder.",
-        discussion: "The folder is removed afterwards unless --keep is given.")
+        discussion: """
+            The folder is removed afterwards unless --keep is given. Each command line is \
+            shown before its output; -v adds each one's exit status, -q runs them all \
+            and prints nothing (the exit status is 2 when one did not end as the demo \
+            expects), --json prints one object per command (command, exit_status) \
+            instead of their output.
+            """)
 
     @Flag(help: "Keep the temporary folder and print its path.")
     var keep = false
+
+    @OptionGroup var voice: VoiceOptions
 
     func run() throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("litectl-demo-\(ProcessInfo.processInfo.processIdentifier)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let talks = !voice.quiet && !voice.json
+        var failed = false
         defer {
-            if keep { printOut(""); printOut("(sample databases kept in \(folder))") }
-            else { try? FileManager.default.removeItem(atPath: folder) }
+            if keep && !voice.quiet { printOut(""); printOut("(sample databases kept in \(folder))") }
+            if !keep { try? FileManager.default.removeItem(atPath: folder) }
         }
         let paths = try SampleDatabases.create(in: folder)
-        printOut("Sample databases in \(folder): \(paths.map { ($0 as NSString).lastPathComponent }.joined(separator: ", "))")
+        if talks { printOut("Sample databases in \(folder): \(paths.map { ($0 as NSString).lastPathComponent }.joined(separator: ", "))") }
         let previous = FileManager.default.currentDirectoryPath
         _ = FileManager.default.changeCurrentDirectoryPath(folder)
         defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
@@ -38,13 +48,35 @@ struct Demo: ParsableCommand {
                           ["verify", "--repo", "repo", "--read-data", "--json"],
                           ["hash", "shop.db", "archive.db"], ["diff", "--summary", "shop.db", "archive.db"],
                           ["check", "shop.db"], ["stats", "--tables", "--top", "3", "--format", "table", "shop.db"]] {
-            printOut(""); printOut("$ litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " "))
+            let line = "litectl " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
+            if talks { printOut(""); printOut("$ " + line) }
+            // With -q or --json the commands' own output (and their expected error lines) go nowhere.
+            let saved = talks ? -1 : dup(STDOUT_FILENO), savedErr = talks ? -1 : dup(STDERR_FILENO)
+            if saved >= 0 {
+                fflush(nil)
+                let null = open("/dev/null", O_WRONLY)
+                dup2(null, STDOUT_FILENO); dup2(null, STDERR_FILENO); close(null)
+            }
+            var status: Int32 = 0
             do {
                 var command = try Litectl.parseAsRoot(arguments)
                 try command.run()
             } catch let code as ExitCode {
-                printOut("(exit status \(code.rawValue))")
+                status = code.rawValue
+            }
+            if saved >= 0 {
+                fflush(nil)
+                dup2(saved, STDOUT_FILENO); close(saved); dup2(savedErr, STDERR_FILENO); close(savedErr)
+            }
+            // Only `info missing.db` is meant to fail (exit 2); `diff` finds differences (1).
+            let expected: Int32 = arguments == ["info", "missing.db"] ? 2 : arguments.first == "diff" ? 1 : 0
+            if status != expected { failed = true }
+            if voice.json {
+                printExact(JSON.object([("command", .string(line)), ("exit_status", .integer(Int64(status)))]).compact)
+            } else if talks && (status != 0 || voice.verbose) {
+                printOut("(exit status \(status))")
             }
         }
+        if failed { throw ExitStatus.error }
     }
 }

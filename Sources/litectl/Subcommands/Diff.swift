@@ -38,7 +38,8 @@ struct Diff: ParsableCommand {
             indexes, views and triggers added, dropped or changed (their SQL compared \
             with whitespace normalized), user_version and application_id.
 
-            Formats (--format): text (default): one line per schema change, then per \
+            -q prints nothing: the exit status says whether A and B differ. --json is \
+            --format json. Formats (--format): text (default): one line per schema change, then per \
             table `NAME: +inserted -deleted ~updated` and the changed rows (key, and \
             for updates the changed columns as old → new; at most 1000 rows per table \
             are listed, the counts are exact); --summary prints the counts only. Colour \
@@ -110,8 +111,10 @@ struct Diff: ParsableCommand {
     @Argument(help: ArgumentHelp("The second database (the target).", valueName: "b"))
     var b: String
 
-    @Option(help: ArgumentHelp("Output format: text, sql, json, jsonl or changeset.", valueName: "format"))
-    var format: DiffFormat = .text
+    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: text (default), sql, json, jsonl or changeset.", valueName: "format"))
+    var formatOption: DiffFormat?
+    /// --json is --format json.
+    var format: DiffFormat { voice.json ? .json : formatOption ?? .text }
 
     @Flag(help: "Counts only: one line per changed table and per schema change (text format).")
     var summary = false
@@ -140,8 +143,8 @@ struct Diff: ParsableCommand {
     @Flag(help: "Read every row, even where A and B share identical b-tree pages.")
     var fullScan = false
 
-    @Flag(name: .shortAndLong, help: "Say on stderr which tables were read with SQL statements rather than from their pages, and why.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
 
     @OptionGroup var database: DatabaseOptions
 
@@ -152,6 +155,7 @@ struct Diff: ParsableCommand {
             throw ValidationError("--ignore-column takes TABLE.COLUMN (got \(column)).")
         }
         if summary && format != .text { throw ValidationError("--summary goes with the text format.") }
+        if voice.json, let formatOption, formatOption != .json { throw ValidationError("--json is --format json: give one of them.") }
     }
 
     func run() throws {
@@ -168,7 +172,8 @@ struct Diff: ParsableCommand {
             let parts = key.split(separator: "=", maxSplits: 1).map(String.init)
             options.keys[parts[0]] = parts.count > 1 ? parts[1].split(separator: ",").map(String.init) : []
         }
-        let sink = FileDescriptorSink()
+        // -q: the exit status alone says whether A and B differ (as diff -q, cmp -s).
+        let sink: ByteSink = voice.quiet ? DiscardSink() : FileDescriptorSink()
         let consumer: DiffConsumer
         switch format {
         case .sql:
@@ -200,7 +205,7 @@ struct Diff: ParsableCommand {
         if verbose {
             for note in result.notes { printError("note: \(note)") }
         }
-        if let writer = consumer as? ChangesetWriter {
+        if let writer = consumer as? ChangesetWriter, !voice.quiet {
             for table in writer.skippedTables { printError("note: table \(table.name) is not in the changeset: \(table.reason)") }
             for table in writer.nullKeyRowsLeftOut {
                 printError("note: table \(table.name): \(table.rows) changed row\(table.rows == 1 ? "" : "s") with NULL in the primary key "

@@ -58,7 +58,8 @@ struct Dump: ParsableCommand {
 
             -v prints what was written (tables, rows, files) when --output is given; \
             --json prints it as one object (output, format, tables [{name, rows, file}], \
-            rows, rowids_not_kept). Exit status: 0 dumped, 2 error.
+            rows, rowids_not_kept); -q leaves out the notes on stderr. Exit status: 0 \
+            dumped, 2 error.
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -86,11 +87,9 @@ struct Dump: ParsableCommand {
     @Flag(help: "Replace an existing output file or folder.")
     var force = false
 
-    @Flag(name: .shortAndLong, help: "With --output: print the tables and rows written.")
-    var verbose = false
-
-    @Flag(help: "With --output: print what was written as JSON.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
 
@@ -147,7 +146,7 @@ struct Dump: ParsableCommand {
             }
             printOut("\(summary.tables.count) tables, \(summary.rows) rows -> \(output ?? "")")
         }
-        for name in summary.rowidsNotKept {
+        for name in summary.rowidsNotKept where !voice.quiet {
             printError("\(databasePath): note: the rowids of \(name.replacingNewlines()) are not kept (its columns rowid, _rowid_ and oid hide them)")
         }
     }

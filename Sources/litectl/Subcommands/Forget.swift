@@ -28,14 +28,12 @@ struct Forget: ParsableCommand {
     @Flag(help: "Run prune afterwards.")
     var prune = false
 
-    @Flag(name: .shortAndLong, help: "List what was removed on stdout.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
-    @Flag(help: "One JSON object on stdout: kept and removed snapshot ids.")
-    var json = false
-
-    @Option(help: ArgumentHelp("Seconds to wait for another run's exclusive lock.", valueName: "seconds"))
-    var timeout: Double = 60
+    @OptionGroup var lockWait: DatabaseOptions
+    var timeout: Double { lockWait.seconds(default: 60) }
 
     func validate() throws {
         try keep.check()
@@ -58,7 +56,7 @@ struct Forget: ParsableCommand {
                                                 ("removed", .array(decision.remove.map { .string($0.id) }))]
                 if let pruneReport { fields.append(("prune", pruneJSON(pruneReport))) }
                 printExact(JSON.object(fields).compact)
-            } else if verbose || dryRun {
+            } else if !voice.quiet && (verbose || dryRun) {
                 for s in decision.remove {
                     printOut("\(dryRun ? "would remove" : "removed") snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))")
                 }
@@ -99,5 +97,5 @@ func pruneJSON(_ r: PruneReport) -> JSON {
 }
 
 func pruneSummary(_ r: PruneReport, dryRun: Bool) -> String {
-    "\(dryRun ? "would free" : "freed") \(human(r.bytesFreed)): \(r.packsDeleted) pack(s) deleted, \(r.packsRewritten) rewritten (\(human(r.bytesRepacked)) of live pages moved), \(r.packsKept) kept; \(r.pagesRemoved) page(s) and \(r.listsDeleted) page list(s) no snapshot needs"
+    "\(dryRun ? "would free" : "freed") \(humanBytes(r.bytesFreed)): \(r.packsDeleted) pack(s) deleted, \(r.packsRewritten) rewritten (\(humanBytes(r.bytesRepacked)) of live pages moved), \(r.packsKept) kept; \(r.pagesRemoved) page(s) and \(r.listsDeleted) page list(s) no snapshot needs"
 }

@@ -21,7 +21,9 @@ struct Hash: ParsableCommand {
 
             --table limits the hash to the named tables (their rows and, unless \
             --data-only, their CREATE statements and those of their indexes and \
-            triggers). --per-table adds one line per table: `SHA256  ROWS  TABLE`.
+            triggers). --per-table adds one line per table: `SHA256  ROWS  TABLE`. \
+            --json prints one object per database (path, digest, and with --per-table \
+            tables [{name, digest, rows}]).
 
             Rows are read straight from the database's b-tree pages (on every core), \
             as SQLite's own SELECT would return them; a table the page reader cannot \
@@ -47,8 +49,7 @@ struct Hash: ParsableCommand {
     @Flag(help: "Also print each table's data hash and row count.")
     var perTable = false
 
-    @Flag(name: .shortAndLong, help: "Say on stderr which tables were read with SQL statements rather than from their pages, and why.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
 
     @OptionGroup var database: DatabaseOptions
 
@@ -65,12 +66,22 @@ struct Hash: ParsableCommand {
         for path in databases {
             do {
                 let result = try ContentHasher.hash(path: path, options: options, busyTimeout: database.busyTimeout)
-                if verbose {
+                if voice.verbose {
                     for note in result.notes { printError("note: \(path): \(note)") }
                 }
-                printOut("\(result.digest)  \(path)")
-                if perTable {
-                    for table in result.tables { printOut("  \(table.digest)  \(table.rows)  \(table.name)") }
+                if voice.json {
+                    var fields: [(String, JSON)] = [("path", .string(path)), ("digest", .string(result.digest))]
+                    if perTable {
+                        fields.append(("tables", .array(result.tables.map {
+                            .object([("name", .string($0.name)), ("digest", .string($0.digest)), ("rows", .integer($0.rows))])
+                        })))
+                    }
+                    printExact(JSON.object(fields).compact)
+                } else if !voice.quiet {
+                    printOut("\(result.digest)  \(path)")
+                    if perTable {
+                        for table in result.tables { printOut("  \(table.digest)  \(table.rows)  \(table.name)") }
+                    }
                 }
             } catch {
                 printError(describe(error))

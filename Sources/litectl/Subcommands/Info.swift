@@ -33,8 +33,8 @@ struct Info: ParsableCommand {
     @Argument(help: ArgumentHelp("Database files.", valueName: "db"))
     var databases: [String]
 
-    @Flag(name: .long, help: "One JSON object per database, one per line.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
 
@@ -45,7 +45,7 @@ struct Info: ParsableCommand {
                 let info = try DatabaseInfo.read(path: path, busyTimeout: database.busyTimeout)
                 if json {
                     printExact(info.json.compact)
-                } else {
+                } else if !voice.quiet {
                     printBlock((i > 0 ? "\n" : "") + info.text)
                 }
             } catch {

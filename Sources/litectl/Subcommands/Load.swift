@@ -67,11 +67,9 @@ struct Load: ParsableCommand {
     @Option(help: "What INPUT is: sql, csv or jsonl (default: from its name).")
     var format: Format?
 
-    @Flag(name: .shortAndLong, help: "Print what was loaded.")
-    var verbose = false
-
-    @Flag(help: "Print what was loaded as JSON.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
 

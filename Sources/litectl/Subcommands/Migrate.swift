@@ -89,14 +89,9 @@ struct MigrateApply: ParsableCommand {
     @Flag(help: "Record the new checksums of applied files that were edited, instead of refusing to run.")
     var acceptEdited = false
 
-    @Option(help: ArgumentHelp("Seconds the backup waits for locks held by other processes.", valueName: "seconds"))
-    var timeout: Double = 60
-
-    @Flag(name: .shortAndLong, help: "Print one line per file applied, and the backup's path.")
-    var verbose = false
-
-    @Flag(help: "Print the outcome as one JSON object.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
     @OptionGroup var options: DatabaseOptions
 
@@ -106,7 +101,6 @@ struct MigrateApply: ParsableCommand {
         }
         if noBackup && backupDir != nil { throw ValidationError("Give --backup-dir or --no-backup, not both.") }
         if dryRun && json { throw ValidationError("--dry-run prints the diff as text; it does not go with --json.") }
-        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
     }
 
     func run() throws {
@@ -116,9 +110,10 @@ struct MigrateApply: ParsableCommand {
         request.backup = !noBackup
         request.backupFolder = backupDir
         request.acceptEdited = acceptEdited
-        request.busyTimeout = options.busyTimeout
-        request.backupTimeout = timeout
-        let talk = verbose || dryRun || (!json && isatty(STDOUT_FILENO) == 1)
+        // One wait for every lock: the database's, the backup folder's (60 s by default, as backup's).
+        request.busyTimeout = options.milliseconds(default: 60)
+        request.backupTimeout = options.seconds(default: 60)
+        let talk = !voice.quiet && (verbose || dryRun || (!json && isatty(STDOUT_FILENO) == 1))
         var appliedSoFar: [AppliedMigration] = []
         let onStep: (AppliedMigration) -> Void = { applied in
             appliedSoFar.append(applied)

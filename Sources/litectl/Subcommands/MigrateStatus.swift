@@ -34,8 +34,8 @@ struct MigrateStatus: ParsableCommand {
     @Argument(help: ArgumentHelp("The folder of NNNN_name.sql files.", valueName: "dir"))
     var folder: String
 
-    @Flag(help: "Print the status as one JSON object.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var json: Bool { voice.json }
 
     @OptionGroup var options: DatabaseOptions
 
@@ -60,7 +60,7 @@ struct MigrateStatus: ParsableCommand {
                              ("file_sha256", .optional(entry.fileSHA256, JSON.string))])
                 })),
             ]).compact)
-        } else {
+        } else if !voice.quiet {
             var head = "\(report.path): version \(report.version); newest migration \(report.newest); \(report.pending) pending"
             if report.databaseIsNewer { head += "; the database is newer than every migration" }
             printOut(head)

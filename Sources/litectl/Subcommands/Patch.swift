@@ -38,8 +38,10 @@ struct Patch: ParsableCommand {
             after, with triggers off; --on-conflict decides only if that fails too. \
             --invert applies the inverse changeset (undoes it).
 
-            Prints nothing on success unless --dry-run or --verbose: then one line, \
-            `N statements, M rows changed` (for a changeset, `changeset: M rows changed`).
+            Prints nothing on success unless --dry-run or -v: then one line, \
+            `N statements, M rows changed` (for a changeset, `changeset: M rows changed`); \
+            --json prints one object (kind sql or changeset, statements, rows_changed, \
+            committed); -q prints nothing, even for --dry-run.
 
             Exit status: 0 applied (or the dry run succeeded), 2 error (A untouched).
             """)
@@ -59,8 +61,7 @@ struct Patch: ParsableCommand {
     @Flag(help: "Changesets: apply the inverse (undo the changeset).")
     var invert = false
 
-    @Flag(help: "Report what was applied.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
 
     @OptionGroup var database: DatabaseOptions
 
@@ -81,9 +82,17 @@ struct Patch: ParsableCommand {
                 result = try PatchApplier.apply(path: a, script: script, dryRun: dryRun, patch: patch == "-" ? nil : patch,
                                                 busyTimeout: database.busyTimeout)
             }
-            if (dryRun || verbose) && PatchApplier.isChangeset(bytes) {
+            let changeset = PatchApplier.isChangeset(bytes)
+            if voice.json {
+                printExact(JSON.object([("kind", .string(changeset ? "changeset" : "sql")),
+                                        ("statements", changeset ? .null : .integer(Int64(result.statements))),
+                                        ("rows_changed", .integer(Int64(result.rowsChanged))),
+                                        ("committed", .bool(result.committed))]).compact)
+            } else if voice.quiet || !(dryRun || voice.verbose) {
+                // Nothing to say.
+            } else if changeset {
                 printOut("changeset: \(result.rowsChanged) rows changed\(dryRun ? " (dry run: rolled back)" : "")")
-            } else if dryRun || verbose {
+            } else {
                 printOut("\(result.statements) statements, \(result.rowsChanged) rows changed\(dryRun ? " (dry run: rolled back)" : "")")
             }
         } catch let error as ValidationError {

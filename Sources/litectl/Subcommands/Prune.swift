@@ -19,25 +19,22 @@ struct Prune: ParsableCommand {
     @Flag(help: "Change nothing; report what would be freed.")
     var dryRun = false
 
-    @Flag(name: .shortAndLong, help: "Print a summary on stdout.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
 
-    @Flag(help: "One JSON object on stdout.")
-    var json = false
-
-    @Option(help: ArgumentHelp("Seconds to wait for other runs' locks.", valueName: "seconds"))
-    var timeout: Double = 60
+    @OptionGroup var lockWait: DatabaseOptions
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         do {
             let repository = try options.open()
-            let lock = try RepoLock(repository, exclusive: true, command: "prune", timeout: timeout)
+            let lock = try RepoLock(repository, exclusive: true, command: "prune", timeout: lockWait.seconds(default: 60))
             defer { lock.release() }
-            for stale in lock.ignoredStale { printError("\(repository.location): ignoring a stale \(stale.summary) (remove it with litectl unlock)") }
+            for stale in lock.ignoredStale where !voice.quiet {
+                printError("\(repository.location): ignoring a stale \(stale.summary) (remove it with litectl unlock)")
+            }
             let report = try RepoPrune.run(repository, dryRun: dryRun, lock: lock)
-            if json { printExact(pruneJSON(report).compact) }
-            else if verbose || dryRun { printOut(pruneSummary(report, dryRun: dryRun)) }
+            if voice.json { printExact(pruneJSON(report).compact) }
+            else if !voice.quiet && (voice.verbose || dryRun) { printOut(pruneSummary(report, dryRun: dryRun)) }
         } catch {
             throw fail(error)
         }

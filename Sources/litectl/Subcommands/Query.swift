@@ -51,7 +51,10 @@ struct Query: ParsableCommand {
             stderr and no rows; the others still run. Each file's rows are held in memory \
             until its turn in path order.
 
-            Output (--format): table on a terminal, jsonl otherwise; csv and tsv print \
+            Output (--format): table on a terminal, jsonl otherwise; --json is --format \
+            json, one JSON document: a statement's rows as an array of objects, and \
+            with several statements an array of the arrays of those that return \
+            columns; -q prints no rows (the SQL still runs). csv and tsv print \
             NULL as an empty field and BLOBs as hex; JSON prints integers as integers, \
             REALs in the shortest form that reads back bit for bit, BLOBs as \
             {"blob": "HEX"}. Rows stream: memory stays flat for any result size (the \
@@ -146,15 +149,22 @@ struct Query: ParsableCommand {
             }
             if let warning = try session.walAtomicityWarning() { printError(warning) }
             let writer = output.makeWriter(sink: sink)
+            // json is one document: with several statements, an array of the
+            // arrays of those that return columns; one statement, its array.
+            let document = writer.format == .json && !output.voice.quiet
+            let several = document && SQLScript.statementCount(sql) > 1
+            if several { sink.write(Array("[".utf8)) }
             var results = 0
             try session.run(sql, parameters: parameters) { result in
                 // People read table and markdown: a blank line between results.
                 if results > 0, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
+                if results > 0 && several { sink.write(Array(",".utf8)) }
                 results += 1
                 writer.begin(columns: result.columns)
                 defer { writer.finish() }
                 try result.forEachRow { writer.write($0) }
             }
+            if several { sink.write(Array("]\n".utf8)) } else if document && results == 0 { sink.write(Array("[]\n".utf8)) }
             try sink.flush()
         } catch let exit as ExitCode {
             try? sink.flush()

@@ -39,7 +39,7 @@ struct Recover: ParsableCommand {
             freelist; other rows on free pages are deleted rows and are left out \
             (--no-freelist ignores free pages altogether).
 
-            The report (on stdout; --json for one JSON object) gives per table the rows \
+            The report (on stdout; --json for one compact JSON object, -q for none) gives per table the rows \
             recovered, rows sent to lost_and_found, pages read and pages damaged, and \
             for the file the damaged pages and what was wrong. A progress bar is drawn \
             on stderr when it is a terminal.
@@ -62,8 +62,7 @@ struct Recover: ParsableCommand {
     @Flag(help: "Ignore free pages (do not look there for rows a damaged table lost).")
     var noFreelist = false
 
-    @Flag(help: "Print the report as one JSON object.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
@@ -80,9 +79,9 @@ struct Recover: ParsableCommand {
             printError(describe(error))
             throw ExitStatus.error
         }
-        if json {
-            printExact(report.json.pretty)
-        } else {
+        if voice.json {
+            printExact(report.json.compact)
+        } else if !voice.quiet {
             for line in report.lines { printOut(line) }
         }
         if report.exitCode != 0 { throw ExitStatus.findings }

@@ -34,8 +34,11 @@ struct RepoInit: ParsableCommand {
 
     @OptionGroup var options: RepoOptions
 
-    @Flag(help: "Print the repository as a JSON object.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+
+    func validate() throws {
+        if url.isEmpty { throw ValidationError("The repository location is empty: give a folder or s3://BUCKET/PREFIX.") }
+    }
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
@@ -43,9 +46,11 @@ struct RepoInit: ParsableCommand {
             let store = try options.store(url: url)
             if let folder = store as? FolderStore { try folder.createRoot() }
             let repository = try Repository.initialize(store, secret: try options.secret())
-            if json {
+            if voice.json {
                 printExact(JSON.object([("repository", .string(url)), ("id", .string(repository.id)),
                                       ("encrypted", .bool(repository.encrypted))]).compact)
+            } else if voice.verbose {
+                printOut("created repository \(url) (id \(repository.id)\(repository.encrypted ? ", encrypted" : ""))")
             }
         } catch {
             throw fail(error)

@@ -23,8 +23,10 @@ struct Restore: ParsableCommand {
             TARGET that is not a database at all (a destroyed header) is kept the same \
             way and replaced by a rename instead.
 
-            Silent on success (-v prints what was done). Exit status: 0 restored, 2 \
-            anything else (nothing changed).
+            Silent on success (-v prints what was done; --json one object: backup, \
+            target, sha256, sha256_matches, check, replaced_existing, kept_old). TARGET \
+            is never the backup itself, its manifest, or a link to them. Exit status: 0 \
+            restored, 2 anything else (nothing changed).
             
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
             with --db NAME (the database's file name or path) and --at TIME (the newest \
@@ -74,20 +76,16 @@ struct Restore: ParsableCommand {
     @Option(help: ArgumentHelp("The SQLite check of what is restored: quick (quick_check), full (integrity_check) or none. Default: full for a backup file; with --repo, quick only when the snapshot's copy was not checked at backup time.", valueName: "level"))
     var verify: Backup.VerifyChoice?
 
-    @Option(help: ArgumentHelp("Seconds to wait for locks held by other processes.", valueName: "seconds"))
-    var timeout: Double = 60
+    @OptionGroup var lockWait: DatabaseOptions
+    var timeout: Double { lockWait.seconds(default: 60) }
 
-    @Flag(name: .shortAndLong, help: "Say what was done on stdout.")
-    var verbose = false
-
-    @Flag(help: "With --repo: print what was restored as a JSON object.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var verbose: Bool { voice.verbose }
+    var json: Bool { voice.json }
 
     func validate() throws {
-        if json && !repository.isGiven { throw ValidationError("--json applies with --repo.") }
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
         if quick && verify != nil { throw ValidationError("--quick is --verify quick: give one of them.") }
-        guard timeout >= 0 else { throw ValidationError("--timeout must be 0 or more seconds.") }
     }
 
     func run() throws {
@@ -101,12 +99,19 @@ struct Restore: ParsableCommand {
         request.keepOld = !noKeep
         request.verify = quick ? .quick : verify?.level ?? .full
         request.timeout = timeout
-        request.busyTimeout = Int(min(timeout, 3600) * 1000)
+        request.busyTimeout = lockWait.milliseconds(default: 60)
         let bar = ProgressBar(label: DurableFolder.baseName(of: target))
         do {
             let outcome = try LitectlCore.Restore.run(request, progress: bar.update)
             bar.clear()
-            if verbose {
+            if json {
+                let check = outcome.check
+                printExact(JSON.object([("backup", .string(backup)), ("target", .string(target)),
+                                        ("sha256", .string(check.sha256)), ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
+                                        ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
+                                        ("replaced_existing", .bool(outcome.replacedExisting)),
+                                        ("kept_old", .optional(outcome.keptOld) { .string($0) })]).compact)
+            } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 printOut("restored \(backup) into \(target)")
             }

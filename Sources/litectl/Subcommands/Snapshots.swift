@@ -25,8 +25,8 @@ struct Snapshots: ParsableCommand {
     @Option(help: ArgumentHelp("Only snapshots with this tag (repeatable: any of them).", valueName: "tag"))
     var tag: [String] = []
 
-    @Flag(help: "One JSON object per snapshot, one per line.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var json: Bool { voice.json }
 
     func run() throws {
         do {
@@ -39,11 +39,11 @@ struct Snapshots: ParsableCommand {
             }
             if json {
                 for s in shown { printExact(s.json.compact) }
-            } else {
+            } else if !voice.quiet {
                 var rows = [["ID", "DATABASE", "HOST", "TIME", "PAGES", "ADDED", "TAGS"]]
                 for s in shown {
-                    rows.append([s.shortID, s.database, s.hostname, String(Timestamp.iso8601(s.time).prefix(19)) + "Z",
-                                 String(s.pageCount), human(s.bytesAdded), s.tags.joined(separator: ",")])
+                    rows.append([s.shortID, visible(s.database), visible(s.hostname), String(Timestamp.iso8601(s.time).prefix(19)) + "Z",
+                                 String(s.pageCount), humanBytes(s.bytesAdded), visible(s.tags.joined(separator: ","))])
                 }
                 let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max()! }
                 for row in rows {

@@ -30,7 +30,7 @@ struct Stats: ParsableCommand {
             holds the space (name, share, kind, pages, size, share %, entries, avg \
             payload, unused %, overflow pages, depth, fragmentation %); the other \
             formats give every column. --format json prints \
-            one document with the keys path, page_size, page_count, freelist_pages, \
+            one compact document (as does --json) with the keys path, page_size, page_count, freelist_pages, \
             pointer_map_pages, used_pages, bytes_in_use, unused_percent, file_size, \
             wal_size, objects [rows], tables [rows]: keep it, and a later `stats \
             --compare OLD.json` shows what grew. Other formats print the rows only.
@@ -98,7 +98,7 @@ struct Stats: ParsableCommand {
                 printError(describe(error))
                 throw ExitStatus.error
             }
-            if format == .table && !output.noHeaders {
+            if format == .table && !output.noHeaders && !output.voice.quiet {
                 let change = comparison.newPageCount - comparison.oldPageCount
                 printOut("file: \(comparison.oldPageCount) → \(comparison.newPageCount) pages (\(change >= 0 ? "+" : "")\(change), \(change >= 0 ? "+" : "-")\(humanBytes(abs(change) * comparison.pageSize)))")
                 printOut("")
@@ -117,12 +117,12 @@ struct Stats: ParsableCommand {
         if format == .json {
             var document = stats
             if tables { document.tables = list } else { document.objects = list }
-            sink.write(Array((document.json.pretty + "\n").utf8))
+            sink.write(Array((document.json.compact + "\n").utf8))
             try sink.flush()
             return
         }
         let bars = format == .table && isatty(1) == 1
-        if format == .table && !output.noHeaders {
+        if format == .table && !output.noHeaders && !output.voice.quiet {
             let width = stats.summary.map { $0.0.count }.max() ?? 0
             for (label, value) in stats.summary {
                 printOut(label + String(repeating: " ", count: width - label.count) + "  " + value)

@@ -116,11 +116,9 @@ struct Transform: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Run the rebuild and its checks, print the report, roll back.")
     var dryRun = false
 
-    @Flag(name: .long, help: "Print the report as one JSON object.")
-    var json = false
-
-    @Flag(name: .shortAndLong, help: "Print the report.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
+    var json: Bool { voice.json }
+    var verbose: Bool { voice.verbose }
 
     @OptionGroup var options: DatabaseOptions
 
@@ -178,7 +176,7 @@ struct Transform: ParsableCommand {
             report = try TableTransformer.run(path: database, request: request, mode: mode, busyTimeout: options.busyTimeout)
         } catch let refusal as TransformRefusal {
             if json { printExact(Self.json(refusal.report, refused: refusal.message).compact) }
-            else if verbose || isatty(STDOUT_FILENO) == 1 { printBlock(Self.text(refusal.report)) }
+            else if voice.talks { printBlock(Self.text(refusal.report)) }
             printError(refusal.description)
             throw ExitStatus.findings
         } catch {
@@ -189,7 +187,7 @@ struct Transform: ParsableCommand {
             printExact(report.statements.joined(separator: "\n"))
         } else if json {
             printExact(Self.json(report, refused: nil).compact)
-        } else if verbose || dryRun || isatty(STDOUT_FILENO) == 1 {
+        } else if !voice.quiet && (verbose || dryRun || isatty(STDOUT_FILENO) == 1) {
             printBlock(Self.text(report))
         }
     }

@@ -9,7 +9,8 @@ struct Unlock: ParsableCommand {
             A lock is stale when its process is gone (same host) or it was not refreshed \
             for 30 minutes (running commands refresh theirs every 5). Other runs ignore \
             stale locks and warn about them; unlock removes them. --all removes every lock, \
-            for a run known to be dead on another host. -v names each lock removed.
+            for a run known to be dead on another host. -v names each lock removed and \
+            each kept; --json prints one object per lock (key, summary, removed, reason).
             """)
 
     @OptionGroup var options: RepoOptions
@@ -17,21 +18,20 @@ struct Unlock: ParsableCommand {
     @Flag(help: "Remove every lock, not only the stale ones.")
     var all = false
 
-    @Flag(name: .shortAndLong, help: "Name each lock removed, and each kept.")
-    var verbose = false
+    @OptionGroup var voice: VoiceOptions
 
     func run() throws {
         do {
             let repository = try options.open()
             for lock in try RepoLock.list(repository) {
-                if let reason = lock.staleReason {
-                    try repository.store.delete(lock.key)
-                    if verbose { printOut("removed \(lock.key): stale \(lock.summary): \(reason)") }
-                } else if all {
-                    try repository.store.delete(lock.key)
-                    if verbose { printOut("removed \(lock.key): \(lock.summary)") }
-                } else if verbose {
-                    printOut("kept \(lock.key): \(lock.summary) (held by a live run; --all removes it)")
+                let removed = lock.staleReason != nil || all
+                if removed { try repository.store.delete(lock.key) }
+                let reason = lock.staleReason.map { "stale: \($0)" } ?? (all ? "--all" : "held by a live run; --all removes it")
+                if voice.json {
+                    printExact(JSON.object([("key", .string(lock.key)), ("summary", .string(lock.summary)),
+                                            ("removed", .bool(removed)), ("reason", .string(reason))]).compact)
+                } else if voice.verbose {
+                    printOut("\(removed ? "removed" : "kept") \(lock.key): \(lock.summary) (\(reason))")
                 }
             }
         } catch {

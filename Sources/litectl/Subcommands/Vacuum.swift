@@ -17,7 +17,7 @@ struct Vacuum: ParsableCommand {
             nor an index (the report names them; --into keeps rowids). In WAL mode the \
             WAL is checkpointed afterwards (TRUNCATE) so the file shrinks at once; a reader \
             that holds the checkpoint back is reported. VACUUM needs the write lock for its \
-            whole run (--busy-timeout waits for it).
+            whole run (--timeout waits for it).
 
             --into FILE writes a compacted copy instead and leaves DB untouched (read-only, \
             one snapshot): VACUUM INTO a hidden temporary file beside FILE, which is \
@@ -78,11 +78,9 @@ struct Vacuum: ParsableCommand {
     @Flag(help: "Report what a vacuum would give back and the space it needs; write nothing.")
     var dryRun = false
 
-    @Flag(name: .shortAndLong, help: "Print nothing on success.")
-    var quiet = false
-
-    @Flag(help: "Print the report as JSON.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var quiet: Bool { voice.quiet }
+    var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
 
@@ -97,7 +95,6 @@ struct Vacuum: ParsableCommand {
             }
         }
         if force && into == nil { throw ValidationError("--force applies with --into.") }
-        if quiet && json { throw ValidationError("-q and --json exclude each other.") }
     }
 
     var request: VacuumRequest {

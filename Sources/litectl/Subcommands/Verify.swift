@@ -21,8 +21,10 @@ struct Verify: ParsableCommand {
             PRAGMA integrity_check (quick_check with --quick), opened read-only and \
             immutable (no -wal or -shm files are made).
 
-            One line per backup on stdout: "ok PATH" or "BAD PATH: reason". Without a \
-            manifest the hash is not compared and the line says so. --json prints one \
+            One line per bad backup on stdout, "BAD PATH: reason", and one per good one, \
+            "ok PATH", on a terminal or with -v (cron mails only the bad ones); -q prints \
+            nothing (the exit status tells). Without a manifest the hash is not \
+            compared and the ok line says so. --json prints one \
             object per backup (path, ok, compressed, sha256, manifest, sha256_matches, \
             check, result; compressed, sha256 and check are null for a missing backup).
 
@@ -35,7 +37,9 @@ struct Verify: ParsableCommand {
             page ids is the snapshot's, and every pack the index names exists \
             and is long enough; --read-data reads every pack back and rehashes every page \
             (--read-data-subset PCT: a random PCT% of the packs). Each problem is one BAD \
-            line naming the object and the snapshots it damages; exit status 1. Packs no \
+            line naming the object and the snapshots it damages; exit status 1. A sound \
+            repository prints "ok LOCATION: ..." (snapshots, packs, packs read, pages) on \
+            a terminal or with -v. Packs no \
             index names (left by killed runs) are not problems: prune removes them.
             """)
 
@@ -64,8 +68,8 @@ struct Verify: ParsableCommand {
     @Flag(help: "quick_check instead of integrity_check.")
     var quick = false
 
-    @Flag(help: "One JSON object per backup, one per line.")
-    var json = false
+    @OptionGroup var voice: VoiceOptions
+    var json: Bool { voice.json }
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
@@ -88,7 +92,7 @@ struct Verify: ParsableCommand {
                             ("path", .string(path)), ("ok", .bool(false)), ("compressed", .null), ("sha256", .null),
                             ("manifest", .string(manifest)), ("sha256_matches", .null), ("check", .null), ("result", .string(result)),
                         ]).compact)
-                    } else {
+                    } else if !voice.quiet {
                         printOut("BAD \(path): \(result)")
                     }
                 case .backup(let path):
@@ -116,7 +120,10 @@ struct Verify: ParsableCommand {
                 ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
                 ("result", .string(check.checkResult)),
             ]).compact)
+        } else if voice.quiet {
+            return
         } else if check.passed {
+            guard voice.talks else { return }
             let hash = check.sha256Matches == nil ? "no manifest, hash not compared" : "SHA-256 matches the manifest"
             printOut("ok \(path) (\(hash), \(check.checkMode == .full ? "integrity_check" : "quick_check") ok)")
         } else {
@@ -128,7 +135,7 @@ struct Verify: ParsableCommand {
     }
 
     func runRepository() throws {
-        let bar = ProgressBar(label: "reading packs")
+        let bar = ProgressBar(label: "reading", unit: "packs")
         do {
             let repo = try repository.open()
             var options = RepoVerifyOptions()
@@ -147,10 +154,13 @@ struct Verify: ParsableCommand {
                     })),
                     ("damaged_snapshots", .array(report.damagedSnapshots.map { .string($0) })),
                 ]).compact)
-            } else {
+            } else if !voice.quiet {
                 for p in report.problems {
                     let hit = p.snapshots.isEmpty ? "" : "; damages snapshot(s) \(p.snapshots.sorted().map { String($0.prefix(8)) }.joined(separator: ", "))"
                     printOut("BAD \(repo.location)/\(p.object): \(p.message)\(hit)")
+                }
+                if report.problems.isEmpty && voice.talks {
+                    printOut("ok \(repo.location): \(report.snapshots) snapshots, \(report.packs) packs (\(report.packsRead) read back), \(report.pagesIndexed) pages indexed")
                 }
             }
             if !report.problems.isEmpty { throw ExitStatus.findings }

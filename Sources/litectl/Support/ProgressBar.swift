@@ -5,11 +5,14 @@ import LitectlCore
 
 final class ProgressBar: @unchecked Sendable {  // drawn from one thread at a time
     var label: String
+    /// What the counts count: pages, or packs for `verify --read-data`.
+    let unit: String
     let enabled: Bool
     private var lastPercent = -1
 
-    init(label: String) {
+    init(label: String, unit: String = "pages") {
         self.label = label
+        self.unit = unit
         enabled = isatty(STDERR_FILENO) == 1
     }
 
@@ -20,7 +23,7 @@ final class ProgressBar: @unchecked Sendable {  // drawn from one thread at a ti
         lastPercent = percent
         let width = 30, filled = percent * width / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(TerminalText.visible(label)) [\(bar)] \(percent)% \(progress.pagesCopied)/\(progress.pageCount) pages".utf8))
+        FileHandle.standardError.write(Data("\r\(TerminalText.visible(label)) [\(bar)] \(percent)% \(progress.pagesCopied)/\(progress.pageCount) \(unit)".utf8))
     }
 
     func clear() {
