@@ -12,9 +12,10 @@ import XCTest
 import TestSupport
 
 final class PageRowSumsTests: XCTestCase {
-    func backup(_ db: String, _ repository: Repository, folder: TemporaryFolder) throws -> RepoBackupOutcome {
+    func backup(_ db: String, _ repository: Repository, folder: TemporaryFolder, pagesFromWrites: Bool = true) throws -> RepoBackupOutcome {
         var request = RepoBackupRequest(source: db)
         request.temporaryFolder = folder.path
+        request.pagesFromWrites = pagesFromWrites
         // Some random schemas fail quick_check after ADD COLUMN (a STRICT
         // column's default): the hash is what is tested here.
         request.verify = .none
@@ -103,8 +104,6 @@ final class PageRowSumsTests: XCTestCase {
     /// cache file is removed by the next run.
     func testChangedPagesAreDecodedOnce() throws {
         for fromWrites in [true, false] {
-            RepoBackup.pagesFromWrites = fromWrites
-            defer { RepoBackup.pagesFromWrites = true }
             let folder = try TemporaryFolder("rowsums")
             let repository = try newRepository(in: folder)
             let db = folder.file("app.db")
@@ -113,11 +112,11 @@ final class PageRowSumsTests: XCTestCase {
                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)
                 INSERT INTO t SELECT x, printf('%.50d', x), CASE WHEN x % 100 = 0 THEN randomblob(9000) END FROM c;
                 """)
-            _ = try backup(db, repository, folder: folder)
+            _ = try backup(db, repository, folder: folder, pagesFromWrites: fromWrites)
             // Unchanged: only the pages whose rows run into overflow pages are decoded.
-            let baseline = try backup(db, repository, folder: folder).hashPagesDecoded
+            let baseline = try backup(db, repository, folder: folder, pagesFromWrites: fromWrites).hashPagesDecoded
             _ = try sqlite3([db, "UPDATE t SET v = v || '!' WHERE id % 150 = 7"])
-            let changed = try backup(db, repository, folder: folder)
+            let changed = try backup(db, repository, folder: folder, pagesFromWrites: fromWrites)
             XCTAssertGreaterThan(changed.hashPagesDecoded, baseline)
             XCTAssertGreaterThan(changed.hashPagesReused, 0)
             // A temporary cache file of a process that is gone.
@@ -128,7 +127,7 @@ final class PageRowSumsTests: XCTestCase {
             while kill(dead, 0) == 0 || errno != ESRCH { dead += 1 }
             let stale = cacheFolder + "/.\((cache as NSString).lastPathComponent).tmp-\(dead)-12345"
             XCTAssertTrue(FileManager.default.createFile(atPath: stale, contents: Data(count: 100)))
-            let again = try backup(db, repository, folder: folder)
+            let again = try backup(db, repository, folder: folder, pagesFromWrites: fromWrites)
             XCTAssertEqual(again.hashPagesDecoded, baseline, "pages written by \(fromWrites ? "the copy" : "the scan")")
             XCTAssertEqual(again.snapshot.logicalHash, changed.snapshot.logicalHash)
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cacheFolder), [(cache as NSString).lastPathComponent])

@@ -36,10 +36,14 @@ final class RepositoryTests: XCTestCase {
         XCTAssertEqual(digest, try XCTUnwrap(snapshot.pagesSHA256, file: file, line: line), "the file comes back page for page", file: file, line: line)
     }
 
-    func backup(_ db: String, _ repository: Repository) throws -> RepoBackupOutcome {
+    /// One backup of `db`; `configure` sets the request's switches (pages
+    /// from the copy's writes or a scan, a WAL source's snapshot or a whole
+    /// copy, blobs with or without zstd's content checksum).
+    func backup(_ db: String, _ repository: Repository, configure: (inout RepoBackupRequest) -> Void = { _ in }) throws -> RepoBackupOutcome {
         let index = SharedIndex(try repository.loadIndex())
         var request = RepoBackupRequest(source: db)
         request.temporaryFolder = DurableFolder.parent(of: db)
+        configure(&request)
         return try RepoBackup.run(request, repository: repository, index: index,
                                   snapshots: try repository.snapshots().snapshots, lock: nil)
     }
@@ -50,11 +54,12 @@ final class RepositoryTests: XCTestCase {
     }
 
     /// A repository holding one backup of a.db, made by `sql`, and the key of its first pack.
-    func oneBackup(_ folder: TemporaryFolder, _ sql: String, version: Int = Repository.version) throws -> (Repository, RepoBackupOutcome, FolderStore, String) {
+    func oneBackup(_ folder: TemporaryFolder, _ sql: String, version: Int = Repository.version,
+                   configure: (inout RepoBackupRequest) -> Void = { _ in }) throws -> (Repository, RepoBackupOutcome, FolderStore, String) {
         let repository = try makeRepo(folder, version: version)
         let db = folder.file("a.db")
         try makeDatabase(db, sql)
-        let outcome = try backup(db, repository)
+        let outcome = try backup(db, repository, configure: configure)
         let store = FolderStore(path: folder.file("repo"))
         return (repository, outcome, store, try XCTUnwrap(try store.list(prefix: "packs/").first).key)
     }
@@ -401,17 +406,15 @@ final class RepositoryTests: XCTestCase {
             INSERT INTO w SELECT v, id FROM t;
             """)
         func run(writes: Bool, _ name: String, version: Int) throws -> [RepoBackupOutcome] {
-            RepoBackup.pagesFromWrites = writes
-            defer { RepoBackup.pagesFromWrites = true }
             let store = FolderStore(path: folder.file(name))
             try store.createRoot()
             let repository = try Repository.initialize(store, secret: nil, version: version)
             let copy = folder.file(name + ".db")
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: db, toPath: copy)
-            var outcomes = [try backup(copy, repository)]
+            var outcomes = [try backup(copy, repository) { $0.pagesFromWrites = writes }]
             _ = try sqlite3([copy, "UPDATE t SET v = v || '!' WHERE id % 31 = 0; DELETE FROM w WHERE v % 13 = 0;"])
-            outcomes.append(try backup(copy, repository))
+            outcomes.append(try backup(copy, repository) { $0.pagesFromWrites = writes })
             for o in outcomes { XCTAssertEqual(try repository.pageIDs(of: o.snapshot).count, o.snapshot.pageCount) }
             return outcomes
         }
@@ -448,12 +451,10 @@ final class RepositoryTests: XCTestCase {
                 """)
             var outcomes: [Bool: RepoBackupOutcome] = [:]
             for writes in [true, false] {
-                RepoBackup.pagesFromWrites = writes
-                defer { RepoBackup.pagesFromWrites = true }
                 let store = FolderStore(path: folder.file("r\(pageSize)\(writes)"))
                 try store.createRoot()
                 let repository = try Repository.initialize(store, secret: nil)
-                outcomes[writes] = try backup(db, repository)
+                outcomes[writes] = try backup(db, repository) { $0.pagesFromWrites = writes }
                 XCTAssertEqual(outcomes[writes]!.pagesFromWrites, writes)
                 let back = folder.file("back\(pageSize)\(writes).db")
                 try restore(outcomes[writes]!.snapshot, repository, to: back)
@@ -507,9 +508,7 @@ final class RepositoryTests: XCTestCase {
             let walSize = (try FileManager.default.attributesOfItem(atPath: db + "-wal")[.size] as? Int) ?? 0
             XCTAssertGreaterThan(walSize, 0, "the -wal holds commits")
             let a = try backup(db, kept)
-            RepoBackup.readsSourceSnapshot = false
-            defer { RepoBackup.readsSourceSnapshot = true }
-            let b = try backup(db, whole)
+            let b = try backup(db, whole) { $0.readsSourceSnapshot = false }
             XCTAssertTrue(a.pagesFromSource, "step \(n)")
             XCTAssertTrue(a.checkedDuringCopy, "step \(n)")
             XCTAssertTrue(a.snapshot.verification.hasSuffix("quick_check ok"), a.snapshot.verification)
@@ -574,11 +573,9 @@ final class RepositoryTests: XCTestCase {
     func testAPackThatDecompressesToOtherPagesIsNamed() throws {
         for version in [2, 3] {
             for checksum in [false, true] {
-                ZstdCompressor.contentChecksum = checksum
-                defer { ZstdCompressor.contentChecksum = true }
                 let folder = try TemporaryFolder("repo")
                 let (repository, outcome, store, pack) = try oneBackup(folder, "CREATE TABLE t(x); WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<400) INSERT INTO t SELECT randomblob(3000) FROM c;",
-                                                                       version: version)
+                                                                       version: version) { $0.frameChecksums = checksum }
                 XCTAssertEqual(outcome.snapshot.pagesSHA256 != nil, version == 3)
                 var bytes = try store.get(pack)
                 // Random rows do not compress: zstd stores them as they are, and

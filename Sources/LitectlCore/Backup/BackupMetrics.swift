@@ -89,15 +89,3 @@ public enum BackupMetrics {
         return ms == ms.rounded() ? String(Int64(ms)) : String(ms)
     }
 }
-
-extension FileStreams {
-    /// The whole file (for small files: manifests, metrics, patches), read
-    /// until its end: a pipe or FIFO (`<(...)`) reads as a file does.
-    public static func readAll(_ path: String) throws -> [UInt8] {
-        let fd = try openForReading(path)
-        defer { close(fd) }
-        var out: [UInt8] = []
-        try readChunks(fd, path: path) { out.append(contentsOf: $0) }
-        return out
-    }
-}

@@ -24,12 +24,6 @@ public enum CopyStrategy: String, Sendable {
     case vacuumInto = "vacuum-into"
 }
 
-/// Pages copied so far and the source's page count.
-public struct CopyProgress: Sendable {
-    public var pagesCopied: Int
-    public var pageCount: Int
-    public init(pagesCopied: Int, pageCount: Int) { self.pagesCopied = pagesCopied; self.pageCount = pageCount }
-}
 
 public struct HotCopyOptions: Sendable {
     /// `VACUUM INTO` instead of the backup API.
@@ -352,27 +346,4 @@ public enum HotCopy {
             try Connection(path: path, mode: .readOnly, busyTimeout: 0)
         }
     }
-}
-
-/// Monotonic seconds.
-enum Clock {
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    /// Seconds since 1970 (wall clock).
-    static func wall() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
-
-struct Deadline {
-    let start: Double
-    let end: Double
-    init(seconds: Double) { start = Clock.now(); end = start + seconds }
-    var passed: Bool { Clock.now() >= end }
 }

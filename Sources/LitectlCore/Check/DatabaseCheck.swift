@@ -138,20 +138,6 @@ public enum DatabaseCheck {
     }
 }
 
-/// A value behind a lock, shared by the worker threads of `checkAll`.
-/// (Synchronization's Mutex needs macOS 15; the package supports macOS 13.)
-final class Locked<State>: @unchecked Sendable {
-    private var state: State
-    private let lock = NSLock()
-
-    init(_ state: State) { self.state = state }
-
-    func withLock<T>(_ body: (inout State) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
-    }
-}
 
 /// The checks on one open connection, inside one read transaction.
 struct Checker {
@@ -498,10 +484,4 @@ struct Checker {
             }
         }
     }
-}
-
-/// `12.5%`, `0.3%`: one decimal.
-func formatPercent(_ value: Double) -> String {
-    let tenths = (value * 10).rounded()
-    return "\(Int64(tenths) / 10).\(abs(Int64(tenths) % 10))%"
 }

@@ -7,10 +7,11 @@
 // batches of rows per reading thread.
 import CSQLite
 
-public enum DiffEngine {
-    /// The progress callback of the diff running on this thread (one at a time).
-    nonisolated(unsafe) static var progress: ((String?, Int) -> Void)?
+/// Where a long diff is: a table's name and the rows read so far (both
+/// sides), every 100,000 rows; nil once at the end.
+public typealias DiffProgress = (String?, Int) -> Void
 
+public enum DiffEngine {
     /// Compares the databases at `pathA` and `pathB`, reporting to `consumer`.
     /// Both are opened read-only, each read inside one transaction (one snapshot).
     /// The same file on both sides is identical at once.
@@ -21,9 +22,8 @@ public enum DiffEngine {
     /// once at the end, so that a terminal can show where a long diff is.
     public static func run(pathA: String, pathB: String, options: DiffOptions, consumer: DiffConsumer,
                            busyTimeout: Int = Connection.defaultBusyTimeout,
-                           progress: ((String?, Int) -> Void)? = nil) throws -> DiffSummary {
-        self.progress = progress
-        defer { progress?(nil, 0); self.progress = nil }
+                           progress: DiffProgress? = nil) throws -> DiffSummary {
+        defer { progress?(nil, 0) }
         let a = try Connection(path: pathA, mode: .readOnly, busyTimeout: busyTimeout)
         let b = try Connection(path: pathB, mode: .readOnly, busyTimeout: busyTimeout)
         if sameFile(pathA, pathB) {
@@ -48,7 +48,7 @@ public enum DiffEngine {
                 let pages = options.readPages && !options.schemaOnly
                     ? DiffPages(a, walIndex: walA, b, walIndex: walB, threadsPerSide: options.threadsPerSide,
                                 compareRecords: options.compareRecords) : nil
-                return try run(a, b, options: options, consumer: consumer, pages: pages)
+                return try run(a, b, options: options, consumer: consumer, pages: pages, progress: progress)
             }
         }
     }
@@ -60,7 +60,7 @@ public enum DiffEngine {
     }
 
     static func run(_ a: Connection, _ b: Connection, options: DiffOptions, consumer: DiffConsumer,
-                    pages: DiffPages? = nil) throws -> DiffSummary {
+                    pages: DiffPages? = nil, progress: DiffProgress? = nil) throws -> DiffSummary {
         let comparison = try SchemaComparison(a: try a.readSchema(), b: try b.readSchema(), connectionA: a, connectionB: b,
                                               options: options)
         try consumer.begin(comparison)
@@ -80,7 +80,7 @@ public enum DiffEngine {
             for item in work {
                 let shortcut = try item.a.flatMap { ta in try item.b.flatMap { tb in try shared?.shortcut(ta, tb) } }
                 let counts = try diffTable(a, item.a, b, item.b, options: options, consumer: consumer, shortcut: shortcut,
-                                           pages: pages)
+                                           pages: pages, progress: progress)
                 summary.tables.append(((item.b ?? item.a)!.name, counts))
             }
             if !options.dataOnly {
@@ -94,7 +94,6 @@ public enum DiffEngine {
                 summary.tables.sort { compareNames($0.name, $1.name) }
             }
         }
-        progress?(nil, 0)
         summary.notes = pages?.notes ?? []
         try consumer.finish(summary)
         return summary
@@ -200,7 +199,8 @@ public enum DiffEngine {
     // MARK: Merging
 
     static func diffTable(_ ca: Connection, _ ta: Table?, _ cb: Connection, _ tb: Table?, options: DiffOptions,
-                          consumer: DiffConsumer, shortcut: TableShortcut? = nil, pages: DiffPages? = nil) throws -> ChangeCounts {
+                          consumer: DiffConsumer, shortcut: TableShortcut? = nil, pages: DiffPages? = nil,
+                          progress: DiffProgress? = nil) throws -> ChangeCounts {
         let sources = pages?.sources(ta, tb)
         let reference = (tb ?? ta)!
         if let problem = reference.problem {
@@ -229,7 +229,8 @@ public enum DiffEngine {
             // sides instead (below).
             let byRowid = try self.plan(ta, tb, options: options, keylessMode: .rowid)
             if byRowid.mode == .rowid,
-               let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: shortcut, sources: sources) {
+               let residue = try KeylessResidue.collect(ca, cb, byRowid: byRowid, shortcut: shortcut, sources: sources,
+                                                        progress: progress) {
                 if consumer.wantsRowidsForKeylessTables {
                     // Counted as multisets; written by rowid only if they differ.
                     let counting = try residue.compareAsMultisets(plan, consumer: nil)
@@ -251,7 +252,7 @@ public enum DiffEngine {
         }
         if plan.mode == .multiset && consumer.wantsRowidsForKeylessTables && ta != nil && tb != nil {
             // Count as multisets; match by rowid only if they differ.
-            let counting = try merge(ca, cb, plan: plan, consumer: nil, shortcut: shortcut)
+            let counting = try merge(ca, cb, plan: plan, consumer: nil, shortcut: shortcut, progress: progress)
             if counting.total == 0 {
                 try consumer.beginTable(plan)
                 try consumer.endTable(plan, counts: counting)
@@ -261,7 +262,7 @@ public enum DiffEngine {
             if rowidPlan.mode == .rowid {
                 plan = rowidPlan
                 try consumer.beginTable(plan)
-                _ = try merge(ca, cb, plan: plan, consumer: consumer, shortcut: shortcut, sources: sources)
+                _ = try merge(ca, cb, plan: plan, consumer: consumer, shortcut: shortcut, sources: sources, progress: progress)
                 try consumer.endTable(plan, counts: counting)
                 return counting
             }
@@ -270,7 +271,7 @@ public enum DiffEngine {
         let sideA = ta == nil ? nil : ca, sideB = tb == nil ? nil : cb
         let nullable = keyMayBeNull(plan, [ta, tb].compactMap { $0 })
         var (counts, nullKeyRows) = try mergeCounting(sideA, sideB, plan: plan, consumer: consumer, shortcut: shortcut,
-                                                     skippingNullKeys: nullable, sources: sources)
+                                                     skippingNullKeys: nullable, sources: sources, progress: progress)
         if nullKeyRows > 0 {
             // Rows whose key holds a NULL have no key: SQLite lets any number
             // of them share it. They are compared as a multiset of whole rows,
@@ -279,7 +280,7 @@ public enum DiffEngine {
             // comparison leaves the rowid out.
             let rowid = consumer.wantsRowidsForKeylessTables ? selectableRowidName([ta, tb].compactMap { $0 }) : nil
             let (plan, filter) = nullKeyPlan(plan, rowid: rowid)
-            let more = try merge(sideA, sideB, plan: plan, consumer: consumer, filter: filter)
+            let more = try merge(sideA, sideB, plan: plan, consumer: consumer, filter: filter, progress: progress)
             counts.inserted += more.inserted
             counts.deleted += more.deleted
             counts.updated += more.updated
@@ -331,9 +332,10 @@ public enum DiffEngine {
     /// (SQL) limits the rows read.
     static func merge(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
                       stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil,
-                      filter: String? = nil, sources: (a: PageSource?, b: PageSource?)? = nil) throws -> ChangeCounts {
+                      filter: String? = nil, sources: (a: PageSource?, b: PageSource?)? = nil,
+                      progress: DiffProgress? = nil) throws -> ChangeCounts {
         try mergeCounting(ca, cb, plan: plan, consumer: consumer, stopAtFirstDifference: stopAtFirstDifference,
-                          shortcut: shortcut, filter: filter, sources: sources).counts
+                          shortcut: shortcut, filter: filter, sources: sources, progress: progress).counts
     }
 
     /// `merge`, and with `skippingNullKeys` rows whose key holds a NULL left
@@ -341,7 +343,8 @@ public enum DiffEngine {
     static func mergeCounting(_ ca: Connection?, _ cb: Connection?, plan: TablePlan, consumer: DiffConsumer?,
                               stopAtFirstDifference: Bool = false, shortcut: TableShortcut? = nil, filter: String? = nil,
                               skippingNullKeys: Bool = false,
-                              sources: (a: PageSource?, b: PageSource?)? = nil) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
+                              sources: (a: PageSource?, b: PageSource?)? = nil,
+                              progress: DiffProgress? = nil) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
         let bothUTF8 = try isUTF8(ca) && isUTF8(cb)
         // In UTF-8 databases SQLite's BINARY order is the engine's order (with
         // typeof() breaking 1 / 1.0 ties); UTF-16 text sorts differently, so
@@ -357,7 +360,7 @@ public enum DiffEngine {
             // Raw records: the keys are the stream's first columns.
             return try mergeSides(records.a, records.b, plan: plan, keys: Array(0..<records.a.keyCount), consumer: consumer,
                                   stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: false,
-                                  checkOrder: checkOrder, paths: (ca.path, cb.path))
+                                  checkOrder: checkOrder, paths: (ca.path, cb.path), progress: progress)
         }
         let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
@@ -365,7 +368,7 @@ public enum DiffEngine {
         defer { sb?.close() }
         return try mergeSides(sa, sb, plan: plan, keys: plan.keyIndexes, consumer: consumer,
                               stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: skippingNullKeys,
-                              checkOrder: checkOrder, paths: (ca?.path ?? "", cb?.path ?? ""))
+                              checkOrder: checkOrder, paths: (ca?.path ?? "", cb?.path ?? ""), progress: progress)
     }
 
     /// The merge of two sides in key order (`keys`: where each side's key
@@ -376,7 +379,8 @@ public enum DiffEngine {
     /// needs, 1 and 1.0 in a REAL column).
     static func mergeSides<Side: MergeSide>(_ sa: Side?, _ sb: Side?, plan: TablePlan, keys: [Int], consumer: DiffConsumer?,
                                             stopAtFirstDifference: Bool, skippingNullKeys: Bool, checkOrder: Bool,
-                                            paths: (a: String, b: String)) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
+                                            paths: (a: String, b: String),
+                                            progress: DiffProgress? = nil) throws -> (counts: ChangeCounts, nullKeyRows: Int) {
         // Order checks see the keys where the sides hold them.
         var keyPlan = plan
         keyPlan.keyIndexes = keys

@@ -58,7 +58,7 @@ final class KeylessResidue {
     /// file. nil when that file would outgrow `spill` bytes.
     static func collect(_ ca: Connection, _ cb: Connection, byRowid: TablePlan, shortcut: TableShortcut?,
                         sources: (a: PageSource?, b: PageSource?)?, limit: Int = defaultLimit,
-                        spill: Int64 = spillLimit) throws -> KeylessResidue? {
+                        spill: Int64 = spillLimit, progress: DiffProgress? = nil) throws -> KeylessResidue? {
         precondition(byRowid.mode == .rowid && byRowid.keyIndexes == [0])
         let reading = try DiffEngine.reading(byRowid, shortcut: shortcut, filter: nil, sources: sources)
         if reading.isEverything, let pa = sources?.a, let pb = sources?.b,
@@ -67,27 +67,27 @@ final class KeylessResidue {
                 records.a.close()
                 records.b.close()
             }
-            return try collect(records.a, records.b, byRowid: byRowid, limit: limit, spill: spill)
+            return try collect(records.a, records.b, byRowid: byRowid, limit: limit, spill: spill, progress: progress)
         }
         let sa = try DiffEngine.stream(ca, byRowid, reading, pages: sources?.a)
         defer { sa.close() }
         let sb = try DiffEngine.stream(cb, byRowid, reading, pages: sources?.b)
         defer { sb.close() }
-        return try collect(sa, sb, byRowid: byRowid, limit: limit, spill: spill)
+        return try collect(sa, sb, byRowid: byRowid, limit: limit, spill: spill, progress: progress)
     }
 
     /// `collect` over either kind of side (see `MergeSide`): rows under the
     /// same rowid that are the same bytes are equal and never decoded; the
     /// others are decoded, and kept when their values differ.
     private static func collect<Side: MergeSide>(_ sa: Side, _ sb: Side, byRowid: TablePlan,
-                                                 limit: Int, spill: Int64) throws -> KeylessResidue? {
+                                                 limit: Int, spill: Int64, progress: DiffProgress?) throws -> KeylessResidue? {
         let residue = KeylessResidue(columns: byRowid.columns.count, limit: limit)
         let compared = byRowid.comparedIndexes
         var hasA = try sa.next(), hasB = try sb.next()
         var processed = 0
         while hasA || hasB {
             processed += 1
-            if processed % 100_000 == 0, let progress = DiffEngine.progress { progress(byRowid.name, processed) }
+            if processed % 100_000 == 0, let progress { progress(byRowid.name, processed) }
             let order: Int
             if !hasA { order = 1 } else if !hasB { order = -1 } else {
                 // Both kinds of side hold the rowid first.

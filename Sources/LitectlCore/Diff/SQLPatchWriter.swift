@@ -80,13 +80,13 @@ public final class SQLPatchWriter: DiffConsumer {
         emit("PRAGMA defer_foreign_keys=ON;")
         for trigger in c.triggersA { emit("DROP TRIGGER IF EXISTS \(quoteIdentifier(trigger.name));") }
         guard !c.options.dataOnly else { return }
-        let addedStatistics = c.addedTables.filter(SchemaComparison.isStatisticsTable)
+        let addedStatistics = c.addedTables.filter(\.isStatistics)
         // DROP TABLE and DROP INDEX delete the statistics rows of what they
         // drop, and ANALYZE those of what it analyzes: the rows of statistics
         // tables the data pass patches are kept aside and put back, so that
         // the pass starts from A's rows as it read them.
         let changesSchema = !c.indexesToDrop.isEmpty || !c.droppedTables.isEmpty || !c.changedTables.isEmpty || !addedStatistics.isEmpty
-        let keptStatistics = c.options.schemaOnly || !changesSchema ? [] : c.sameTables.map(\.a).filter(SchemaComparison.isStatisticsTable)
+        let keptStatistics = c.options.schemaOnly || !changesSchema ? [] : c.sameTables.map(\.a).filter(\.isStatistics)
         for table in keptStatistics {
             emit("CREATE TEMP TABLE \(quoteIdentifier("litectl_kept_" + table.name)) AS SELECT rowid AS litectl_rowid, * FROM "
                  + "\(quoteIdentifier("main", table.name));")
@@ -104,7 +104,7 @@ public final class SQLPatchWriter: DiffConsumer {
                 emit("-- table \(pair.b.name): definition changed; --schema-only leaves it (rebuilding needs its data)")
             }
         }
-        for table in c.addedTables where !SchemaComparison.isStatisticsTable(table) { emit((table.sql ?? "") + ";") }
+        for table in c.addedTables where !table.isStatistics { emit((table.sql ?? "") + ";") }
         if !addedStatistics.isEmpty {
             // SQLite refuses CREATE TABLE sqlite_stat1; ANALYZE of sqlite_schema
             // (whose statistics SQLite never gathers) makes the statistics

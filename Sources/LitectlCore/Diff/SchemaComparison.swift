@@ -35,21 +35,11 @@ public struct SchemaComparison: Sendable {
     /// database-wide settings are compared only then.
     public var wholeDatabase: Bool { options.tables.isEmpty }
 
-    /// True for the statistics tables ANALYZE keeps, which are compared and
-    /// patched like tables without a key (sqldiff compares sqlite_stat1 too,
-    /// and the sqlite3 shell's .dump writes them): sqlite_stat1, and
-    /// sqlite_stat4 of a SQLite built with SQLITE_ENABLE_STAT4. Legacy
-    /// sqlite_stat2/3, which SQLite no longer reads, are not.
-    /// See https://www.sqlite.org/fileformat.html#the_sqlite_stat1_table
-    public static func isStatisticsTable(_ table: Table) -> Bool {
-        table.kind == .internal && (sameSQLName(table.name, "sqlite_stat1") || sameSQLName(table.name, "sqlite_stat4"))
-    }
-
     static func contentTables(_ schema: Schema, _ options: DiffOptions) -> [Table] {
         let wanted = Set(options.tables.map { sqlNameKey($0) })
         let excluded = Set(options.excluded.map { sqlNameKey($0) })
         return schema.tables.filter { table in
-            guard table.kind == .ordinary || table.kind == .virtual || isStatisticsTable(table) else { return false }
+            guard table.kind == .ordinary || table.kind == .virtual || table.isStatistics else { return false }
             let name = sqlNameKey(table.name)
             return (wanted.isEmpty || wanted.contains(name)) && !excluded.contains(name)
         }
@@ -72,7 +62,7 @@ public struct SchemaComparison: Sendable {
             if let other = byNameB[sqlNameKey(table.name)] {
                 // SQLite makes the statistics tables itself; they cannot be rebuilt.
                 if normalizeSQL(table.sql ?? "") == normalizeSQL(other.sql ?? "") && table.name == other.name
-                    || Self.isStatisticsTable(table) {
+                    || table.isStatistics {
                     sameTables.append((table, other))
                 } else {
                     changedTables.append((table, other))

@@ -178,7 +178,7 @@ public struct DumpPlan: Sendable {
                 case .internal:
                     if sameSQLName(table.name, "sqlite_sequence") {
                         role = .sequence
-                    } else if SchemaComparison.isStatisticsTable(table) {
+                    } else if table.isStatistics {
                         role = .statistics
                     } else {
                         continue  // sqlite_stat2/3 of old versions: no SQLite makes or reads them now

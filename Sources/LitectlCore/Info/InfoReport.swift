@@ -126,20 +126,3 @@ extension DatabaseHeader {
         ])
     }
 }
-
-/// 1536 -> "1.5 KiB".
-public func humanBytes(_ bytes: Int64) -> String {
-    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
-    var value = Double(bytes)
-    var unit = 0
-    while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
-    if unit == 0 { return "\(bytes) bytes" }
-    let tenths = (value * 10).rounded() / 10
-    return (tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)) + " " + units[unit]
-}
-
-extension String {
-    func padding(to width: Int) -> String {
-        count >= width ? self : self + String(repeating: " ", count: width - count)
-    }
-}

@@ -135,7 +135,7 @@ public enum MigrationRunner {
         outcome.acceptedEdits = plan.edited
         guard !plan.steps.isEmpty else { return outcome }
 
-        let folder = request.temporaryFolder ?? RepoBackup.temporaryFolder(nil)
+        let folder = request.temporaryFolder ?? TemporaryFiles.folder(nil)
         TemporaryFiles.removeStale(in: folder, stem: temporaryStem)
         let before = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
         defer { before.discard() }

@@ -24,8 +24,13 @@ final class PackWriter {
     /// Called after each pack is stored (lock refresh).
     var afterPack: () throws -> Void = {}
 
-    init(repository: Repository) {
+    /// Whether the blobs this writer stores carry zstd's content checksum
+    /// (`ZstdCompressor`); false only to write blobs as litectl did before 2026-11-26.
+    let frameChecksums: Bool
+
+    init(repository: Repository, frameChecksums: Bool = true) {
         self.repository = repository
+        self.frameChecksums = frameChecksums
     }
 
     /// The position of a page this run claimed, or nil.

@@ -1,4 +1,4 @@
-// The logical hash of a backup's copy (`litectl hash`, Diff/ContentHash.swift)
+// The logical hash of a backup's copy (`litectl hash`, Hash/ContentHash.swift)
 // computed in the page scan itself, page by page in file order: each page that
 // holds rows of a hashed table (a rowid table's leaves; every page of a
 // WITHOUT ROWID table's tree) adds the sum of its rows' digests to its table's

@@ -78,7 +78,7 @@ final class BlobBuilder {
         log2 = UInt8(pageSize.trailingZeroBitCount)
         group.reserveCapacity(groupPages * pageSize)
         workers = min(ProcessInfo.processInfo.activeProcessorCount, 4)
-        compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel) }
+        compressors = (0..<workers).map { _ in ZstdCompressor(level: Repository.blobLevel, contentChecksum: writer.frameChecksums) }
     }
 
     /// Buffers of blobs stored, for the next ones (`recycle`): a fresh one
@@ -400,7 +400,7 @@ extension RepoBackup {
     /// repository that records the pages' digest instead), each page's id,
     /// the new pages into packs, and the row sums.
     static func scanPages(_ path: String, repository: Repository, index: SharedIndex, lock: RepoLock?,
-                          rowSums: PageRowSums? = nil, progress: (Int, Int) -> Void) throws -> PageScan {
+                          rowSums: PageRowSums? = nil, frameChecksums: Bool = true, progress: (Int, Int) -> Void) throws -> PageScan {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw DatabaseError(code: .cantopen, message: "cannot read the copy", path: path) }
         defer { close(fd) }
@@ -416,7 +416,7 @@ extension RepoBackup {
         guard pageSize >= 512, pageSize & (pageSize - 1) == 0, size % pageSize == 0 else {
             throw DatabaseError(code: .notadb, message: "the copy's size is not a whole number of pages", path: path)
         }
-        let writer = PackWriter(repository: repository)
+        let writer = PackWriter(repository: repository, frameChecksums: frameChecksums)
         if let lock { writer.afterPack = { try lock.refresh() } }
         let classifier = PageClassifier(index: index, writer: writer)
         var scan = PageScan(pageSize: pageSize, writer: writer)

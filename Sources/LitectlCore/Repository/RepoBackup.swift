@@ -9,7 +9,7 @@
 // the source's read transaction stays open after the copy, and the check,
 // the row sums and the pages to store are read from that same snapshot.
 // Built on the folder backup's hot copy and check (Backup/) and on the
-// logical hash of `litectl hash` (Diff/ContentHash.swift).
+// logical hash of `litectl hash` (Hash/ContentHash.swift, in the base).
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +26,15 @@ public struct RepoBackupRequest: Sendable {
     public var temporaryFolder: String?
     /// Refuse an empty source; flag one that shrank since its last snapshot.
     public var shrink = SourceShrinkPolicy()
+    /// Take the pages' ids from the copy's writes when it allows (false:
+    /// from a scan of the whole copy, to compare the two).
+    public var pagesFromWrites = true
+    /// Read a WAL source's pages from its snapshot rather than from a whole
+    /// temporary copy when it allows (false: from a whole copy, to compare).
+    public var readsSourceSnapshot = true
+    /// Blobs carry zstd's content checksum (false: as litectl wrote them
+    /// before 2026-11-26, for tests that read such repositories).
+    public var frameChecksums = true
     public init(source: String) { self.source = source }
 }
 
@@ -132,15 +141,6 @@ struct PageRefs {
 
 public enum RepoBackup {
     static let temporaryStem = "litectl-snapshot"
-    /// Take the pages' ids from the copy's writes when it allows (tests turn it off to compare).
-    nonisolated(unsafe) static var pagesFromWrites = true
-
-    /// The folder for temporary copies.
-    public static func temporaryFolder(_ requested: String?) -> String {
-        if let requested { return requested }
-        if let tmp = getenv("TMPDIR").map({ String(cString: $0) }), !tmp.isEmpty { return tmp }
-        return "/tmp"
-    }
 
     /// Makes one snapshot of `request.source`. `snapshots` are the
     /// repository's snapshots (to find the parent whose page list the new
@@ -150,17 +150,13 @@ public enum RepoBackup {
                            progress: (RepoBackupProgress) -> Void = { _ in }) throws -> RepoBackupOutcome {
         do {
             return try run(request, repository: repository, index: index, snapshots: snapshots, lock: lock,
-                           rememberPages: rememberPages, keepSnapshot: pagesFromWrites && readsSourceSnapshot, progress: progress)
+                           rememberPages: rememberPages, keepSnapshot: request.pagesFromWrites && request.readsSourceSnapshot, progress: progress)
         } catch is CopyNotKept {
             // The copy that kept only page 1 cannot be used (not expected): again, keeping it whole.
             return try run(request, repository: repository, index: index, snapshots: snapshots, lock: lock,
                            rememberPages: rememberPages, keepSnapshot: false, progress: progress)
         }
     }
-
-    /// Read a WAL source's pages from its snapshot rather than from a whole
-    /// temporary copy when it allows (tests turn it off to compare).
-    nonisolated(unsafe) static var readsSourceSnapshot = true
 
     /// A copy that kept only page 1 whose pages cannot be taken from the
     /// source's snapshot after all; nothing was stored yet.
@@ -175,7 +171,7 @@ public enum RepoBackup {
         defer { try? source.close() }
         try EmptySource.require(source, path: request.source, policy: request.shrink)
         let sourcePath = BackupJob.resolvedPath(request.source)
-        let folder = temporaryFolder(request.temporaryFolder)
+        let folder = TemporaryFiles.folder(request.temporaryFolder)
         let copyFile = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
         defer { copyFile.discard() }
         var copyOptions = request.copy
@@ -183,7 +179,8 @@ public enum RepoBackup {
         copyOptions.memoryMapped = false  // memory stays flat whatever the database size
         copyOptions.writeback = false     // a scratch copy: read back, then deleted
         // The copy's pages are hashed and looked up as they are written.
-        let collector = PageCollector(repository: repository, index: index, writer: PackWriter(repository: repository))
+        let collector = PageCollector(repository: repository, index: index,
+                                      writer: PackWriter(repository: repository, frameChecksums: request.frameChecksums))
         copyOptions.hashWrites = true
         // A version-3 repository's snapshot records its pages' digest, not the file's SHA-256.
         copyOptions.digestFile = !repository.recordsPagesDigest
@@ -263,7 +260,7 @@ public enum RepoBackup {
             try Concurrently.run({ () throws -> (PageScan, CopyFacts?) in
                 let (facts, scan) = try Concurrently.run({ checking.withLock { $0 = true }; defer { checking.withLock { $0 = false } }; return try check() }) { () throws -> PageScan in
                     let report = { progress(RepoBackupProgress(phase: .storing, pages: $0, pageCount: $1)) }
-                    if pagesFromWrites, let digest = result.digest, !collector.broken,
+                    if request.pagesFromWrites, let digest = result.digest, !collector.broken,
                        let scan = try storeCollected(copyFile.path, collector: collector, sha256: digest.sha256, repository: repository,
                                                      snapshot: kept, lock: lock, rowSums: rowSums,
                                                      soleThread: { checking.withLock { $0 } }, progress: report) {
@@ -272,6 +269,7 @@ public enum RepoBackup {
                     }
                     if kept != nil { throw CopyNotKept() }
                     return try scanPages(copyFile.path, repository: repository, index: index, lock: lock, rowSums: rowSums,
+                                         frameChecksums: request.frameChecksums,
                                          progress: report)
                 }
                 return (scan, facts)

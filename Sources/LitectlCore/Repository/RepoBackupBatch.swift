@@ -23,7 +23,7 @@ public enum RepoBackupBatch {
         defer { lock.release() }
         if let folder = repository.store as? FolderStore { folder.removeStaleTemporaryFiles() }
         // Temporary copies (and their -wal/-shm) that backups killed with SIGKILL left.
-        TemporaryFiles.removeStale(in: RepoBackup.temporaryFolder(template.temporaryFolder), stem: RepoBackup.temporaryStem)
+        TemporaryFiles.removeStale(in: TemporaryFiles.folder(template.temporaryFolder), stem: RepoBackup.temporaryStem)
         let index = SharedIndex(try repository.loadIndex())
         let snapshots = try repository.snapshots().snapshots
         let results = ResultBox(count: sources.count)

@@ -97,16 +97,14 @@ enum Zlib {
 /// used by one thread at a time (hence unchecked Sendable).
 final class ZstdCompressor: @unchecked Sendable {
     private let context: OpaquePointer
-    /// Frames carry zstd's checksum of their content (XXH64, 4 bytes), which
-    /// every zstd decoder checks: damage that would still decompress, to other
-    /// bytes, fails there. Tests turn it off to make frames as litectl wrote
-    /// them before 2026-11-26.
-    nonisolated(unsafe) static var contentChecksum = true
-
-    init(level: Int32) {
+    /// With `contentChecksum` (the default), frames carry zstd's checksum of
+    /// their content (XXH64, 4 bytes), which every zstd decoder checks: damage
+    /// that would still decompress, to other bytes, fails there. Without, they
+    /// are frames as litectl wrote them before 2026-11-26.
+    init(level: Int32, contentChecksum: Bool = true) {
         context = ZSTD_createCCtx()
         ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
-        ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, Self.contentChecksum ? 1 : 0)
+        ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, contentChecksum ? 1 : 0)
     }
 
     deinit { ZSTD_freeCCtx(context); scratch.deallocate() }

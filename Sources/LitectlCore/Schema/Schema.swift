@@ -162,3 +162,15 @@ public struct Trigger: Sendable {
     public var table: String
     public var sql: String
 }
+
+extension Table {
+    /// True for the statistics tables ANALYZE keeps, which are compared,
+    /// hashed, dumped and patched like tables without a key (sqldiff compares
+    /// sqlite_stat1 too, and the sqlite3 shell's .dump writes them):
+    /// sqlite_stat1, and sqlite_stat4 of a SQLite built with
+    /// SQLITE_ENABLE_STAT4. Legacy sqlite_stat2/3, which SQLite no longer
+    /// reads, are not. See https://www.sqlite.org/fileformat.html#the_sqlite_stat1_table
+    public var isStatistics: Bool {
+        kind == .internal && (sameSQLName(name, "sqlite_stat1") || sameSQLName(name, "sqlite_stat4"))
+    }
+}

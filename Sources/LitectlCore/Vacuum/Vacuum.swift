@@ -4,6 +4,8 @@
 // name and never syncs), or a step at a time (PRAGMA incremental_vacuum), with
 // page size and auto_vacuum changes, a disk space check first, and the file's
 // state before and after. See https://www.sqlite.org/lang_vacuum.html
+// Built on Stats/: the figures before and after, and the dry run's free pages
+// and unused bytes, are `litectl stats`' (FileStats).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -129,7 +129,7 @@ public enum ContentHasher {
         schema.tables.filter { table in
             switch table.kind {
             case .ordinary, .virtual: return table.problem == nil
-            case .internal: return sameSQLName(table.name, "sqlite_sequence") || SchemaComparison.isStatisticsTable(table)
+            case .internal: return sameSQLName(table.name, "sqlite_sequence") || table.isStatistics
             case .shadow: return false
             }
         }.sorted { compareNames($0.name, $1.name) }

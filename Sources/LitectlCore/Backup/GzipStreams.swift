@@ -1,6 +1,7 @@
-// Streaming passes over backup files in fixed-size chunks (memory does not grow
-// with the database): SHA-256 of a file, gzip compression (ParallelGzip.swift)
-// and decompression, each hashing what it reads and writes.
+// gzip streams of backups over FileStreams' chunked reads: `backup --gzip`
+// compresses the checked copy in independent members on every core
+// (ParallelGzip), `verify` and `restore` decompress one member or several,
+// each hashing what it reads and writes.
 import CZlib
 #if canImport(Glibc)
 import Glibc
@@ -8,28 +9,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Bytes and SHA-256 of a stream.
-public struct StreamDigest: Sendable, Equatable {
-    public var bytes: Int64
-    public var sha256: String
-}
-
-public enum FileStreams {
-    static let chunkSize = 1 << 20
-
-    /// SHA-256 and size of the file at `path`.
-    public static func digest(of path: String) throws -> StreamDigest {
-        let fd = try openForReading(path)
-        defer { close(fd) }
-        var hasher = SHA256Hasher()
-        var total: Int64 = 0
-        try readChunks(fd, path: path) { chunk in
-            hasher.update(chunk)
-            total += Int64(chunk.count)
-        }
-        return StreamDigest(bytes: total, sha256: hasher.finalizeHex())
-    }
-
+extension FileStreams {
     /// Compresses the file at `path` into `output` as gzip (`level` 1-9), in
     /// independent members compressed on every core (`ParallelGzip`).
     /// Returns the digests of the input and of the gzip bytes written.
@@ -88,35 +68,5 @@ public enum FileStreams {
         }
         return (StreamDigest(bytes: inBytes, sha256: inHasher.finalizeHex()),
                 StreamDigest(bytes: outBytes, sha256: outHasher.finalizeHex()))
-    }
-
-    /// Copies the bytes of the file at `path` into `output`.
-    public static func copy(_ path: String, into output: TemporaryFile) throws {
-        let fd = try openForReading(path)
-        defer { close(fd) }
-        try readChunks(fd, path: path) { try output.write($0) }
-    }
-
-    static func openForReading(_ path: String) throws -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let err = errno
-            throw DatabaseError(code: .cantopen, message: err == ENOENT ? "no such file" : String(cString: strerror(err)), path: path)
-        }
-        return fd
-    }
-
-    static func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let n = read(fd, buffer.baseAddress!, chunkSize)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw DatabaseError(code: .ioerr, message: "read failed: \(String(cString: strerror(errno)))", path: path)
-            }
-            if n == 0 { return }
-            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-        }
     }
 }

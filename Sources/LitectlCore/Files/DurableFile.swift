@@ -22,6 +22,14 @@ public enum TemporaryFiles {
     nonisolated(unsafe) static var lock = pthread_mutex_t()
     nonisolated(unsafe) static var lockReady = false
 
+    /// The folder for scratch files (copies a command deletes when done):
+    /// `requested`, else $TMPDIR, else /tmp.
+    public static func folder(_ requested: String?) -> String {
+        if let requested { return requested }
+        if let tmp = getenv("TMPDIR").map({ String(cString: $0) }), !tmp.isEmpty { return tmp }
+        return "/tmp"
+    }
+
     /// Registers `path` for removal on SIGINT/SIGTERM; returns its slot.
     static func register(_ path: String) -> Int? {
         let bytes = Array(path.utf8)
