@@ -23,6 +23,11 @@ struct Litectl: ParsableCommand {
             Commands that only read open databases read-only and never create a file. \
             Every connection to a user's file runs with trusted_schema=OFF, defensive \
             mode, and extension loading off.
+
+            Every command takes -q (no report), -v (more) and --json (compact JSON), \
+            and one lock wait, --timeout SECONDS (docs/output.md). The pages the \
+            help texts name under docs/ are installed by scripts/install, under the \
+            same names, in PREFIX/share/doc/litectl (/usr/local by default).
             """,
         version: LitectlVersion.string,
         subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,

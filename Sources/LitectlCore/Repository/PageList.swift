@@ -55,6 +55,7 @@ public enum PageListObject {
             guard count <= (raw.count - r.offset) / 32 else { throw r.damaged("page count past the end") }
             var ids: [PageID] = []; ids.reserveCapacity(count)
             for _ in 0..<count { ids.append(try r.id()) }
+            guard r.atEnd else { throw r.damaged("bytes after the last page id") }
             return (count, .full, ids)
         case 1:
             let base = try r.id()
@@ -65,6 +66,7 @@ public enum PageListObject {
                 guard Int(index) < count else { throw r.damaged("page index out of range") }
                 changes.append((index, id))
             }
+            guard r.atEnd else { throw r.damaged("bytes after the last change") }
             return (count, .delta(base: base, changes: changes), [])
         default:
             throw r.damaged("unknown page list kind")

@@ -99,6 +99,16 @@ public final class RepoLock: @unchecked Sendable {
         if !key.isEmpty { try? repository.store.delete(key); key = "" }
     }
 
+    /// A lock's JSON: its bytes without the space and random letters that
+    /// follow it (`randomBytes`), found from the end, so that a `}` inside a
+    /// value (a host name) does not cut the object short.
+    static func lockJSON(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
+        let tail = 17
+        guard bytes.count > tail, bytes[bytes.count - tail] == UInt8(ascii: " "),
+              bytes.suffix(tail - 1).allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }) else { return bytes[...] }
+        return bytes.dropLast(tail)
+    }
+
     /// Every lock in the repository (unreadable ones count as stale ones of unknown owner).
     public static func list(_ repository: Repository) throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
@@ -107,8 +117,7 @@ public final class RepoLock: @unchecked Sendable {
                 out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
                 continue
             }
-            let json = bytes.split(separator: UInt8(ascii: "}"), maxSplits: 1, omittingEmptySubsequences: false)[0] + [UInt8(ascii: "}")]
-            guard let o = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(lockJSON(bytes))) as? [String: Any] else {
                 out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
                 continue
             }

@@ -66,11 +66,11 @@ struct Backup: ParsableCommand {
             older backups. Retention never removes the newest backup of a database that \
             holds data while the backups it keeps hold none. The destination (and \
             --metrics-file) is never the source, its -wal or -journal, or a link to them. \
-            See docs/safety.md.
+            See docs/safety.md (installed as /usr/local/share/doc/litectl/safety.md).
 
             Several sources are each backed up independently; a failure is reported on \
-            stderr and the others still run. Exit status: 0 all backed up, 2 any failed. \
-            A progress bar is drawn on stderr only when it is a terminal.
+            stderr and the others still run. A progress bar is drawn on stderr only when \
+            it is a terminal.
 
             With --repo URL (a folder or s3://BUCKET/PREFIX; see litectl repo init), each \
             SRC becomes a snapshot in that repository: the same hot copy (into a temporary \
@@ -83,13 +83,18 @@ struct Backup: ParsableCommand {
             --keep-* forgets older snapshots of the databases just backed up (prune frees \
             their pages); -j backs up several databases at once. -v (or a terminal on \
             stdout) prints pages read, new pages, bytes added and time per database; --json \
-            one object per database. Exit status 2 when any database failed.
+            one object per database.
 
             With --config FILE (TOML) the file names the databases (paths and globs, \
             exclude globs), the repository and its settings, tags, retention ([keep]), jobs \
             and the metrics file: one crontab line backs up a whole host. A database that \
             fails (and a glob that matches nothing) gets one line on stderr and exit status \
-            1; the others are still backed up. docs/repo.md has an example.
+            1; the others are still backed up (a source refused as empty is exit status \
+            2 even so). docs/repo.md (installed as /usr/local/share/doc/litectl/repo.md) \
+            has an example.
+
+            Exit status: 0 all backed up; 1 with --config, a database failed (the others \
+            are backed up); 2 a backup failed, a source was refused as empty, or an error.
             """)
 
     @Argument(help: ArgumentHelp("Source databases, then the destination folder or file (with --repo: only the sources).", valueName: "src... dest"))
@@ -100,7 +105,7 @@ struct Backup: ParsableCommand {
     @Option(help: ArgumentHelp("With --repo: tag the snapshots (repeatable).", valueName: "tag"))
     var tag: [String] = []
 
-    @Option(help: ArgumentHelp("Back up every database a config file names, into its repository (TOML; see docs/repo.md).", valueName: "file"))
+    @Option(help: ArgumentHelp("Back up every database a config file names, into its repository (TOML; see docs/repo.md, installed in /usr/local/share/doc/litectl).", valueName: "file"))
     var config: String?
 
     @Option(name: .shortAndLong, help: ArgumentHelp("With --repo or --config: databases backed up at once (default: the config's jobs, else 1).", valueName: "n"))

@@ -21,6 +21,10 @@ struct Demo: ParsableCommand {
     @OptionGroup var voice: VoiceOptions
 
     func run() throws {
+        do { try show() } catch let code as ExitCode { throw code } catch { throw fail(error) }
+    }
+
+    func show() throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("litectl-demo-\(ProcessInfo.processInfo.processIdentifier)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)

@@ -35,7 +35,8 @@ struct Dump: ParsableCommand {
             rebuilds the database from it. Types stay exact: in CSV, TEXT is always quoted \
             and nothing else is (NULL empty, INTEGER digits, REAL with '.' or an exponent, \
             Inf/-Inf, BLOB x'HEX', TEXT that is not UTF-8 t'HEX'); JSON Lines uses the JSON \
-            value encoding of every litectl command (docs/output.md). A rowid table without \
+            value encoding of every litectl command (docs/output.md); docs/dump.md (installed as \
+            /usr/local/share/doc/litectl/dump.md) specifies the formats. A rowid table without \
             an INTEGER PRIMARY KEY gets a rowid column. File names are table names with /, \
             %, control characters and a leading dot as %XX. The folder is written as a \
             hidden temporary folder beside it, every file fsynced, then renamed into place \

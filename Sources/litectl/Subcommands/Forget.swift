@@ -14,6 +14,8 @@ struct Forget: ParsableCommand {
             used stay until `litectl prune` (or --prune here). --dry-run lists what would go. \
             forget takes a shared lock (removing snapshots never harms a backup or a \
             prune running beside it); with --prune, an exclusive one.
+
+            Exit status: 0 done (with --dry-run: listed), 2 error.
             """)
 
     @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))

@@ -40,8 +40,8 @@ struct Load: ParsableCommand {
             fails the load with those rows named (exit 2, nothing loaded). Orphans that \
             were there before are left as they were.
 
-            CSV and JSON Lines values are typed as dump writes them (litectl dump --help, \
-            docs/dump.md); an unquoted CSV field that has none of the typed forms is TEXT, \
+            CSV and JSON Lines values are typed as dump writes them (litectl dump --help; \
+            docs/dump.md, installed as /usr/local/share/doc/litectl/dump.md); an unquoted CSV field that has none of the typed forms is TEXT, \
             JSON true and false are 1 and 0. The column names come from the CSV header or \
             the JSON keys (rowid sets the rowid). Rows loaded into sqlite_sequence replace \
             the row of the same name. Triggers on the table fire.

@@ -12,7 +12,7 @@ struct Migrate: ParsableCommand {
             `litectl migrate DB DIR` is `litectl migrate apply DB DIR`: it takes DB from its \
             user_version to the newest NNNN_name.sql of DIR, one transaction per file, after \
             a verified backup. `litectl migrate status DB DIR` lists the files applied, \
-            pending, edited since they ran, or missing. docs/schema.md has the details.
+            pending, edited since they ran, or missing. docs/schema.md (installed as /usr/local/share/doc/litectl/schema.md) has the details.
             """,
         subcommands: [MigrateApply.self, MigrateStatus.self],
         defaultSubcommand: MigrateApply.self)

@@ -23,7 +23,7 @@ struct Patch: ParsableCommand {
             are sqlite3 shell dot-commands other than the .bail on a litectl patch \
             starts with; a refused patch is exit status 2 with nothing applied. Bytes \
             that are neither UTF-8 SQL text nor a changeset are refused before anything \
-            runs. See docs/safety.md.
+            runs. See docs/safety.md (installed as /usr/local/share/doc/litectl/safety.md).
 
             A changeset (litectl diff --format changeset, or any session-extension \
             changeset; recognized by its content) is applied with \

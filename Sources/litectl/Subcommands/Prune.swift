@@ -12,6 +12,8 @@ struct Prune: ParsableCommand {
             snapshot needs and packs left by killed runs are deleted. The order (new packs, \
             new index, old index, old packs) keeps the repository whole if prune is killed \
             at any moment. --dry-run reports what would be freed.
+
+            Exit status: 0 done, 2 error.
             """)
 
     @OptionGroup var options: RepoOptions

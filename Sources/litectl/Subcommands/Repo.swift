@@ -25,8 +25,10 @@ struct RepoInit: ParsableCommand {
             derived from the key file (HKDF-SHA256) or the passphrase (scrypt, N=32768, \
             r=8, p=1); page ids are then HMAC-SHA256 so stored names reveal nothing of the \
             content. A missing key file is created with 32 random bytes (mode 0600): keep \
-            a copy elsewhere, without it nothing can be restored. docs/repository.md \
+            a copy elsewhere, without it nothing can be restored. docs/repository.md (installed as /usr/local/share/doc/litectl/repository.md) \
             specifies the format.
+
+            Exit status: 0 created, 2 error.
             """)
 
     @Argument(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX.", valueName: "url"))

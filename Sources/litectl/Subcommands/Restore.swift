@@ -41,7 +41,7 @@ struct Restore: ParsableCommand {
             quick_check runs only when the backup skipped its check. The logical hash is \
             summed page by page; on the host that made the backups, the pages the last \
             backup of the database decoded take their row sums from its cache (see \
-            docs/repository.md; LITECTL_CACHE_DIR= decodes every row). --json prints what \
+            docs/repository.md, installed as /usr/local/share/doc/litectl/repository.md; LITECTL_CACHE_DIR= decodes every row). --json prints what \
             was restored.
             
             A restore killed with SIGKILL leaves its hidden temporary file \

@@ -15,6 +15,9 @@ struct Snapshots: ParsableCommand {
             bytes, list, parent, pages_sha256 (database_sha256 before repository version 3), \
             logical_hash, header, pages_new, \
             bytes_added, duration_seconds, strategy, verification.
+
+            Exit status: 0 listed, 1 a snapshot could not be read (named on stderr; the \
+            others are listed), 2 error.
             """)
 
     @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))

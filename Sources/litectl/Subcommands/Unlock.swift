@@ -11,6 +11,8 @@ struct Unlock: ParsableCommand {
             stale locks and warn about them; unlock removes them. --all removes every lock, \
             for a run known to be dead on another host. -v names each lock removed and \
             each kept; --json prints one object per lock (key, summary, removed, reason).
+
+            Exit status: 0 done, 2 error.
             """)
 
     @OptionGroup var options: RepoOptions
