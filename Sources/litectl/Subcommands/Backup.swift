@@ -183,118 +183,74 @@ struct Backup: ParsableCommand {
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         if config != nil || repository.isGiven { return try runRepository() }
-        let sources = Array(paths.dropLast())
-        let destination = paths.last!
-        let destinationIsFolder = DurableFolder.isFolder(destination)
-        if !destinationIsFolder {
-            if destination.hasSuffix("/") {
-                printError("\(destination): no such folder"); throw ExitStatus.error
-            }
-            if sources.count > 1 {
-                printError("\(destination): not a folder (several sources need a destination folder)"); throw ExitStatus.error
-            }
-            if !policy.isEmpty {
-                printError("\(destination): the --keep-* options need a destination folder"); throw ExitStatus.error
-            }
-            if !DurableFolder.isFolder(DurableFolder.parent(of: destination)) {
-                printError("\(destination): no such folder: \(DurableFolder.parent(of: destination))"); throw ExitStatus.error
-            }
-        }
-        let folder = destinationIsFolder ? destination : DurableFolder.parent(of: destination)
+        var request = BackupRunRequest(sources: Array(paths.dropLast()), destination: paths.last!)
+        if gzip || gzipLevel != nil { request.gzipLevel = gzipLevel ?? 6 }
+        request.verify = verify.level
+        request.vacuum = vacuum
+        request.timeout = timeout
+        request.replaceExisting = force
+        request.retention = policy
+        request.shrink = shrinkPolicy()
+        request.metricsFile = metricsFile
 
         if dryRun {
-            for source in sources {
-                let resolved = BackupJob.resolvedPath(source)
-                do {
-                    let catalog = try Retention.catalog(folder: folder, source: resolved)
-                    // As if a backup were made now: it is the newest and takes the newest buckets.
-                    var times = catalog.map(\.manifest.startedAt)
-                    times.append(Date().timeIntervalSince1970)
-                    let keep = Retention.kept(times: times, holdsData: catalog.map { EmptySource.holdsData(pageCount: $0.manifest.pageCount) } + [true],
-                                              policy: policy)
-                    for (i, entry) in catalog.enumerated() where !keep.contains(i) {
-                        printOut("would remove \(entry.backupPath)")
-                    }
-                    for entry in try Retention.danglingManifests(folder: folder, source: resolved) {
-                        printOut("would remove \(entry.manifestPath) (a manifest whose backup does not exist)")
-                    }
-                } catch {
-                    printError(describe(error)); throw ExitStatus.error
+            do {
+                for preview in try BackupRun.preview(request) {
+                    for path in preview.backups { printOut("would remove \(path)") }
+                    for path in preview.danglingManifests { printOut("would remove \(path) (a manifest whose backup does not exist)") }
                 }
+            } catch {
+                printError(describe(error)); throw ExitStatus.error
             }
             return
         }
 
-        let lock: FolderLock
-        do { lock = try FolderLock(folder: folder, timeout: timeout) } catch {
+        let bar = ProgressBar(label: "")
+        let outcome: (results: [BackupRunResult], metricsError: DatabaseError?)
+        do {
+            outcome = try BackupRun.run(request, progress: { source, progress in
+                bar.label = DurableFolder.baseName(of: source)
+                bar.update(progress)
+            }, report: { result in
+                bar.clear()
+                show(result)
+            })
+        } catch {
+            bar.clear()
             printError(describe(error)); throw ExitStatus.error
         }
-        defer { lock.release() }
-        TemporaryFiles.removeStale(in: folder)
+        if let metricsError = outcome.metricsError { printError(describe(metricsError)) }
+        if outcome.metricsError != nil || outcome.results.contains(where: { $0.error != nil }) { throw ExitStatus.error }
+    }
 
-        var failed = false
-        var metrics: [BackupMetric] = []
-        for source in sources {
-            var request = BackupRequest(source: source, destination: destination, destinationIsFolder: destinationIsFolder)
-            if gzip || gzipLevel != nil { request.gzipLevel = gzipLevel ?? 6 }
-            request.verify = verify.level
-            request.copy.vacuum = vacuum
-            request.copy.timeout = timeout
-            request.replaceExisting = force
-            request.shrink = shrinkPolicy()
-            let bar = ProgressBar(label: DurableFolder.baseName(of: source))
-            let started = Date().timeIntervalSince1970
-            do {
-                let outcome = try BackupJob.run(request, progress: bar.update)
-                bar.clear()
-                var pruned: [String] = [], prunedManifests: [String] = []
-                // A run that flags a shrink leaves the older backups be: the last good one may be among them.
-                if destinationIsFolder && !policy.isEmpty && outcome.shrink == nil {
-                    let catalog = try Retention.catalog(folder: folder, source: outcome.manifest.source)
-                    let doomed = Retention.toPrune(catalog, policy: policy).filter { $0.backupPath != outcome.backupPath }
-                    try Retention.prune(doomed)
-                    pruned = doomed.map(\.backupPath)
-                    let dangling = try Retention.danglingManifests(folder: folder, source: outcome.manifest.source)
-                    prunedManifests = try Retention.removeDangling(dangling).map(\.manifestPath)
-                }
-                let m = outcome.manifest
-                metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,
-                                            durationSeconds: m.durationSeconds, bytes: m.compressedBytes ?? m.bytes,
-                                            verified: m.verification.result == "ok" ? 1 : -1, shrunk: outcome.shrink != nil))
-                if let shrink = outcome.shrink, !voice.quiet { printError("warning: " + shrink.message(source: source, retention: !policy.isEmpty)) }
-                if json {
-                    printExact(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
-                                          ("backup", .string(outcome.backupPath)), ("manifest", m.json),
-                                          ("shrunk", outcome.shrink?.json ?? .null),
-                                          ("pruned", .array(pruned.map { .string($0) })),
-                                          ("pruned_manifests", .array(prunedManifests.map { .string($0) }))]).compact)
-                } else if verbose {
-                    let size = m.compressedBytes.map { "\(humanBytes(m.bytes)), \(humanBytes($0)) compressed" } ?? humanBytes(m.bytes)
-                    let verdict = m.verification.mode == "none" ? "not verified"
-                        : "\(m.verification.mode == "full" ? "integrity_check" : "quick_check") \(m.verification.result)"
-                    printOut("\(source) -> \(outcome.backupPath) (\(size), \(String(format: "%.2f", m.durationSeconds)) s, \(verdict), \(m.strategy))")
-                    for path in pruned { printOut("pruned \(path)") }
-                    for path in prunedManifests { printOut("pruned \(path) (a manifest whose backup does not exist)") }
-                }
-            } catch {
-                bar.clear()
-                failed = true
-                printError(describe(error))
-                metrics.append(BackupMetric(source: BackupJob.resolvedPath(source), success: false, finishedAt: nil,
-                                            durationSeconds: Date().timeIntervalSince1970 - started, bytes: 0,
-                                            verified: (error as? DatabaseError)?.code.primary == .corrupt ? 0 : -1))
-                if json {
-                    printExact(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(describe(error))),
-                                          ("backup", .null), ("manifest", .null), ("shrunk", .null), ("pruned", .array([])),
-                                          ("pruned_manifests", .array([]))]).compact)
-                }
+    /// One source's result, as -v, --json or (for errors and warnings) stderr say it.
+    func show(_ result: BackupRunResult) {
+        let source = result.source
+        guard let outcome = result.outcome else {
+            let error = result.error.map(describe) ?? "\(source): failed"
+            printError(error)
+            if json {
+                printExact(JSON.object([("source", .string(source)), ("ok", .bool(false)), ("error", .string(error)),
+                                        ("backup", .null), ("manifest", .null), ("shrunk", .null), ("pruned", .array([])),
+                                        ("pruned_manifests", .array([]))]).compact)
             }
+            return
         }
-        if let metricsFile {
-            do { try BackupMetrics.write(metrics, to: metricsFile) } catch {
-                printError(describe(error)); failed = true
-            }
+        let m = outcome.manifest
+        if let shrink = outcome.shrink, !voice.quiet { printError("warning: " + shrink.message(source: source, retention: !policy.isEmpty)) }
+        if json {
+            printExact(JSON.object([("source", .string(source)), ("ok", .bool(true)), ("error", .null),
+                                    ("backup", .string(outcome.backupPath)), ("manifest", m.json),
+                                    ("shrunk", outcome.shrink?.json ?? .null),
+                                    ("pruned", .array(result.pruned.map { .string($0) })),
+                                    ("pruned_manifests", .array(result.prunedManifests.map { .string($0) }))]).compact)
+        } else if verbose {
+            let size = m.compressedBytes.map { "\(humanBytes(m.bytes)), \(humanBytes($0)) compressed" } ?? humanBytes(m.bytes)
+            let verdict = m.verification.mode == "none" ? "not verified"
+                : "\(m.verification.mode == "full" ? "integrity_check" : "quick_check") \(m.verification.result)"
+            printOut("\(source) -> \(outcome.backupPath) (\(size), \(String(format: "%.2f", m.durationSeconds)) s, \(verdict), \(m.strategy))")
+            for path in result.pruned { printOut("pruned \(path)") }
+            for path in result.prunedManifests { printOut("pruned \(path) (a manifest whose backup does not exist)") }
         }
-        if failed { throw ExitStatus.error }
     }
 }
