@@ -19,7 +19,7 @@ enum TLSDiagnosis {
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
         let seen = Seen()
         // SNI takes a host name, never an IP address.
-        let serverName = host.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" } ? nil : host
+        let serverName = (try? SocketAddress(ipAddress: host, port: port)) == nil ? host : nil
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(timeout)
             .channelInitializer { channel in
