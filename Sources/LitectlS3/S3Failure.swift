@@ -84,7 +84,7 @@ struct S3Failure: Sendable {
             switch error {
             case .connectTimeout:
                 return S3Failure(.ifAnsweredBefore, cause: "no answer to connecting within 3 s")
-            case .readTimeout, .writeTimeout, .deadlineExceeded:
+            case .readTimeout, .writeTimeout, .deadlineExceeded, .getConnectionFromPoolTimeout:
                 return S3Failure(.always, cause: "no answer in time", text: "no answer from \(endpoint.url) in time", aboutEndpoint: false)
             case .remoteConnectionClosed, .uncleanShutdown:
                 return closed(endpoint)
