@@ -1,17 +1,21 @@
 // Where the S3 settings come from, as the AWS CLI reads them: explicit
 // options, then the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_SESSION_TOKEN, AWS_REGION/AWS_DEFAULT_REGION, AWS_ENDPOINT_URL,
-// AWS_PROFILE), then the profile in ~/.aws/credentials and ~/.aws/config.
+// AWS_PROFILE, AWS_CA_BUNDLE), then the profile in ~/.aws/credentials and
+// ~/.aws/config.
 import Foundation
 import LitectlCore
+import NIOSSL
 
 /// What the command line gave (nil: look further).
 public struct S3Options: Sendable {
     public var endpoint: String?
     public var region: String?
     public var profile: String?
-    public init(endpoint: String? = nil, region: String? = nil, profile: String? = nil) {
-        self.endpoint = endpoint; self.region = region; self.profile = profile
+    /// A PEM file of CA certificates to trust instead of the system's (as the AWS CLI's --ca-bundle).
+    public var caBundle: String?
+    public init(endpoint: String? = nil, region: String? = nil, profile: String? = nil, caBundle: String? = nil) {
+        self.endpoint = endpoint; self.region = region; self.profile = profile; self.caBundle = caBundle
     }
 }
 
@@ -21,6 +25,9 @@ public struct S3Settings: Sendable, Equatable {
     public var region: String
     /// nil: AWS itself (https://s3.REGION.amazonaws.com).
     public var endpoint: String?
+    /// PEM certificates to trust instead of the system's CA roots (a private
+    /// CA, a self-signed server), as the AWS CLI's AWS_CA_BUNDLE and ca_bundle.
+    public var caBundle: String?
 }
 
 public enum AWSSettings {
@@ -77,6 +84,13 @@ public enum AWSSettings {
             }
             while endpoint!.hasSuffix("/") { endpoint!.removeLast() }
         }
-        return S3Settings(credentials: credentials, region: region, endpoint: endpoint)
+        let caBundle = options.caBundle ?? env("AWS_CA_BUNDLE") ?? setting("ca_bundle")
+        if let caBundle {
+            // Checked here, so that a bad bundle is named rather than failing every handshake.
+            guard let certificates = try? NIOSSLCertificate.fromPEMFile(caBundle), !certificates.isEmpty else {
+                throw StoreError(.other, location: caBundle, message: "not a readable file of PEM certificates (AWS_CA_BUNDLE, ca_bundle)")
+            }
+        }
+        return S3Settings(credentials: credentials, region: region, endpoint: endpoint, caBundle: caBundle)
     }
 }

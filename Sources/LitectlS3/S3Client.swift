@@ -1,6 +1,7 @@
 // A small synchronous S3 client over async-http-client: path-style requests
 // (ENDPOINT/BUCKET/KEY) signed with SigV4, retried with exponential backoff
-// and jitter on throttling, 5xx answers, timeouts and dropped connections, and
+// and jitter only for what can pass (throttling, 5xx answers, timeouts,
+// connections dropped mid-request; `S3Failure` sorts transport errors), and
 // every failure turned into one StoreError line. Callers are plain threads,
 // never event-loop threads, so each request blocks on its future.
 import AsyncHTTPClient
@@ -8,14 +9,14 @@ import Foundation
 import LitectlCore
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 public struct S3Tuning: Sendable {
     /// Attempts per request (the first included).
     public var attempts = 5
     /// The first backoff; each next one doubles, with up to 50% jitter.
     public var backoff = 0.2
-    /// Seconds for a whole request (connecting has 3 s, within which
-    /// async-http-client retries a refused connection itself).
+    /// Seconds for a whole request (connecting has 3 s of it).
     public var requestTimeout = 120.0
     /// Bodies above this go up as multipart uploads, in parts of `partSize`.
     public var multipartThreshold = 16 << 20
@@ -23,28 +24,82 @@ public struct S3Tuning: Sendable {
     public init() {}
 }
 
+/// A request about to be tried again, for a note to the user (the client
+/// itself never prints): `retrying PUT s3://b/r/packs/ab/... after HTTP 503
+/// SlowDown (attempt 2 of 5)`.
+public struct S3RetryNote: Sendable, CustomStringConvertible {
+    public var method: String
+    /// The object (`s3://BUCKET/PREFIX/KEY`) or the location the request is about.
+    public var object: String
+    /// What failed, in a few words (`HTTP 503 SlowDown`, `connection refused`).
+    public var cause: String
+    /// The attempt about to be made (2 for the first retry) and how many there are in all.
+    public var attempt: Int
+    public var attempts: Int
+    /// Seconds until that attempt.
+    public var delay: Double
+
+    public var description: String { "retrying \(method) \(object) after \(cause) (attempt \(attempt) of \(attempts))" }
+}
+
 public final class S3Client: @unchecked Sendable {
     public let settings: S3Settings
     public let bucket: String
     public var tuning: S3Tuning
+    /// Called before each retry, from the thread that makes the request.
+    public let onRetry: (@Sendable (S3RetryNote) -> Void)?
     let baseURL: String
     let hostHeader: String
+    let endpoint: S3Failure.Endpoint
+    let http: HTTPClient
+    private let answeredLock = NSLock()
+    private var answeredFlag = false
 
-    /// One HTTP client for the process (its connections are pooled and reused).
-    static let http: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(3), read: .seconds(60))
-        configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
+    /// Whether the endpoint has answered a request (any HTTP status) in this
+    /// run: from then on a refused connection is a server restarting, and retried.
+    var hasAnswered: Bool {
+        get { answeredLock.withLock { answeredFlag } }
+        set { answeredLock.withLock { answeredFlag = newValue } }
+    }
 
-    public init(settings: S3Settings, bucket: String, tuning: S3Tuning = S3Tuning()) {
-        self.settings = settings; self.bucket = bucket; self.tuning = tuning
+    nonisolated(unsafe) private static var clients: [String: HTTPClient] = [:]
+    private static let clientsLock = NSLock()
+
+    /// One HTTP client per trust setting for the process (connections pooled
+    /// and reused): the system's CA roots, or a CA bundle (AWS_CA_BUNDLE).
+    static func http(caBundle: String?) -> HTTPClient {
+        clientsLock.withLock {
+            if let client = clients[caBundle ?? ""] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout = .init(connect: .seconds(3), read: .seconds(60))
+            configuration.decompression = .disabled
+            // A connection that cannot be made fails the request at once, so
+            // that `request` decides what is retried: the pool would keep trying
+            // a refused port for the whole connect timeout, on every attempt.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            if let caBundle {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.trustRoots = .file(caBundle)
+                configuration.tlsConfiguration = tls
+            }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            clients[caBundle ?? ""] = client
+            return client
+        }
+    }
+
+    public init(settings: S3Settings, bucket: String, tuning: S3Tuning = S3Tuning(),
+                onRetry: (@Sendable (S3RetryNote) -> Void)? = nil) {
+        self.settings = settings; self.bucket = bucket; self.tuning = tuning; self.onRetry = onRetry
         let endpoint = settings.endpoint ?? "https://s3.\(settings.region).amazonaws.com"
         baseURL = endpoint
         let url = URL(string: endpoint)
-        let defaultPort = endpoint.hasPrefix("https") ? 443 : 80
+        let isTLS = endpoint.hasPrefix("https")
+        let defaultPort = isTLS ? 443 : 80
         hostHeader = (url?.host ?? "") + (url?.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
+        self.endpoint = S3Failure.Endpoint(url: endpoint, host: url?.host ?? "", port: url?.port ?? defaultPort,
+                                           isTLS: isTLS, caBundle: settings.caBundle)
+        http = Self.http(caBundle: settings.caBundle)
     }
 
     public struct Response: Sendable {
@@ -63,89 +118,90 @@ public final class S3Client: @unchecked Sendable {
     /// One request, retried as described above. `what` names the object in errors.
     public func request(_ method: String, key: String?, query: [(String, String)] = [], headers extra: [(String, String)] = [],
                         body: [UInt8] = [], what: String) throws -> Response {
+        let attempts = max(1, tuning.attempts)
+        var lastProblem = "", lastLocation = what
+        var delay = tuning.backoff
+        for attempt in 1...attempts {
+            switch try attemptOnce(method, key: key, query: query, headers: extra, body: body, what: what) {
+            case .answer(let response):
+                return response
+            case .again(let cause, let text, let location):
+                lastProblem = text
+                lastLocation = location
+                guard attempt < attempts else { break }
+                let pause = delay * (1 + Double.random(in: 0..<0.5))
+                delay *= 2
+                onRetry?(S3RetryNote(method: method, object: what, cause: cause, attempt: attempt + 1, attempts: attempts, delay: pause))
+                Thread.sleep(forTimeInterval: pause)
+            }
+        }
+        throw StoreError(.unavailable, location: lastLocation, message: "\(lastProblem), after \(attempts) attempts")
+    }
+
+    enum Outcome {
+        case answer(Response)
+        /// Worth another attempt: the cause for the note, and the error's text and location if none passes.
+        case again(cause: String, text: String, location: String)
+    }
+
+    /// One attempt: an answer, a failure worth retrying, or a thrown error that no retry can mend.
+    func attemptOnce(_ method: String, key: String?, query: [(String, String)], headers extra: [(String, String)],
+                     body: [UInt8], what: String) throws -> Outcome {
         let path = "/" + SigV4Signer.uriEncode(bucket, keepSlash: false)
             + (key.map { "/" + SigV4Signer.uriEncode($0, keepSlash: true) } ?? "")
         let queryString = SigV4Signer.canonicalQuery(query)
         let url = baseURL + path + (queryString.isEmpty ? "" : "?" + queryString)
         let payloadHash = SigV4Signer.sha256Hex(body)
-        var lastProblem = ""
-        var delay = tuning.backoff
-        for attempt in 1...max(1, tuning.attempts) {
-            if attempt > 1 {
-                Thread.sleep(forTimeInterval: delay * (1 + Double.random(in: 0..<0.5)))
-                delay *= 2
+        let amzDate = Self.amzDate(Date())
+        var headers = extra + [("host", hostHeader), ("x-amz-date", amzDate), ("x-amz-content-sha256", payloadHash)]
+        if let token = settings.credentials.sessionToken { headers.append(("x-amz-security-token", token)) }
+        let signer = SigV4Signer(credentials: settings.credentials, region: settings.region)
+        let signed = signer.sign(method: method, path: path, query: query, headers: headers, payloadHash: payloadHash, amzDate: amzDate)
+        var httpHeaders = HTTPHeaders()
+        for (name, value) in headers where name != "host" { httpHeaders.add(name: name, value: value) }
+        httpHeaders.add(name: "authorization", value: signed.authorization)
+        let response: HTTPClient.Response
+        do {
+            let request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method), headers: httpHeaders,
+                                                 body: body.isEmpty && method != "PUT" && method != "POST" ? nil : .bytes(body))
+            response = try http.execute(request: request, deadline: .now() + .milliseconds(Int64(tuning.requestTimeout * 1000))).wait()
+        } catch {
+            let failure = S3Failure.of(error, endpoint: endpoint)
+            let location = failure.aboutEndpoint ? baseURL : what
+            guard failure.isRetried(answeredBefore: hasAnswered) else {
+                throw StoreError(.unavailable, location: location, message: failure.text)
             }
-            let amzDate = Self.amzDate(Date())
-            var headers = extra + [("host", hostHeader), ("x-amz-date", amzDate), ("x-amz-content-sha256", payloadHash)]
-            if let token = settings.credentials.sessionToken { headers.append(("x-amz-security-token", token)) }
-            let signer = SigV4Signer(credentials: settings.credentials, region: settings.region)
-            let signed = signer.sign(method: method, path: path, query: query, headers: headers, payloadHash: payloadHash, amzDate: amzDate)
-            var httpHeaders = HTTPHeaders()
-            for (name, value) in headers where name != "host" { httpHeaders.add(name: name, value: value) }
-            httpHeaders.add(name: "authorization", value: signed.authorization)
-            let response: HTTPClient.Response
-            do {
-                let request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method), headers: httpHeaders,
-                                                     body: body.isEmpty && method != "PUT" && method != "POST" ? nil : .bytes(body))
-                response = try Self.http.execute(request: request, deadline: .now() + .milliseconds(Int64(tuning.requestTimeout * 1000))).wait()
-            } catch {
-                let problem = Self.describe(error, endpoint: baseURL)
-                lastProblem = problem.text
-                if problem.retry { continue }
-                throw StoreError(.unavailable, location: what, message: problem.text)
-            }
-            var bytes: [UInt8] = []
-            if var buffer = response.body { bytes = buffer.readBytes(length: buffer.readableBytes) ?? [] }
-            let status = Int(response.status.code)
-            let result = Response(status: status, headers: response.headers.map { ($0.name, $0.value) }, body: bytes)
-            // A body cut short (a dropped connection) is retried like any transient failure.
-            if (200..<300).contains(status), method == "GET", let length = result.header("content-length").flatMap(Int.init), length != bytes.count {
-                lastProblem = "the answer was cut short (\(bytes.count) of \(length) bytes)"
-                continue
-            }
-            if (200..<300).contains(status) { return result }
-            let detail = Self.errorDetail(bytes)
-            let code = detail.code ?? "HTTP \(status)"
-            if [429, 500, 502, 503, 504].contains(status) || ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable"].contains(code) {
-                lastProblem = "HTTP \(status) \(detail.code ?? "")".trimmingCharacters(in: .whitespaces)
-                continue
-            }
-            let why = [detail.code, detail.message].compactMap { $0 }.joined(separator: ": ")
-            switch (status, detail.code) {
-            case (404, "NoSuchBucket"?):
-                throw StoreError(.noSuchContainer, location: what, message: "no such bucket \(bucket)")
-            case (404, _) where method == "HEAD" || detail.code == "NoSuchKey" || detail.code == nil:
-                throw StoreError(.notFound, location: what, message: "no such object")
-            case (401, _), (403, _):
-                throw StoreError(.denied, location: what, message: "access denied (\(why.isEmpty ? "HTTP \(status)" : why)); check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE) and the bucket's permissions")
-            case (301, _), (307, _), (400, "AuthorizationHeaderMalformed"?):
-                throw StoreError(.other, location: what, message: "wrong region or endpoint (\(why.isEmpty ? "HTTP \(status)" : why)); give --region or --endpoint")
-            default:
-                throw StoreError(.other, location: what, message: "HTTP \(status)\(why.isEmpty ? "" : " " + why)")
-            }
+            return .again(cause: failure.cause, text: failure.text, location: location)
         }
-        throw StoreError(.unavailable, location: what, message: "\(lastProblem), after \(tuning.attempts) attempts")
-    }
-
-    /// One line for a transport error, and whether it is worth a retry.
-    static func describe(_ error: any Error, endpoint: String) -> (text: String, retry: Bool) {
-        let text = String(describing: error)
-        let lower = text.lowercased()
-        if lower.contains("refused") { return ("cannot reach \(endpoint): connection refused", true) }
-        if lower.contains("timeout") || lower.contains("timedout") || lower.contains("deadline") {
-            return ("no answer from \(endpoint) in time", true)
+        hasAnswered = true
+        var bytes: [UInt8] = []
+        if var buffer = response.body { bytes = buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        let status = Int(response.status.code)
+        let result = Response(status: status, headers: response.headers.map { ($0.name, $0.value) }, body: bytes)
+        // A body cut short (a dropped connection) is retried like any transient failure.
+        if (200..<300).contains(status), method == "GET", let length = result.header("content-length").flatMap(Int.init), length != bytes.count {
+            return .again(cause: "an answer cut short", text: "the answer was cut short (\(bytes.count) of \(length) bytes)", location: what)
         }
-        if lower.contains("remoteconnectionclosed") || lower.contains("connection reset") || lower.contains("eof") || lower.contains("closed") {
-            return ("\(endpoint) dropped the connection", true)
+        if (200..<300).contains(status) { return .answer(result) }
+        let detail = Self.errorDetail(bytes)
+        let code = detail.code ?? "HTTP \(status)"
+        if [429, 500, 502, 503, 504].contains(status) || ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable"].contains(code) {
+            let text = "HTTP \(status) \(detail.code ?? "")".trimmingCharacters(in: .whitespaces)
+            return .again(cause: text, text: text, location: what)
         }
-        if lower.contains("dns") || lower.contains("resolve") || lower.contains("getaddrinfo") || lower.contains("unknown host") {
-            return ("cannot reach \(endpoint): unknown host", false)
+        let why = [detail.code, detail.message].compactMap { $0 }.joined(separator: ": ")
+        switch (status, detail.code) {
+        case (404, "NoSuchBucket"?):
+            throw StoreError(.noSuchContainer, location: what, message: "no such bucket \(bucket)")
+        case (404, _) where method == "HEAD" || detail.code == "NoSuchKey" || detail.code == nil:
+            throw StoreError(.notFound, location: what, message: "no such object")
+        case (401, _), (403, _):
+            throw StoreError(.denied, location: what, message: "access denied (\(why.isEmpty ? "HTTP \(status)" : why)); check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE) and the bucket's permissions")
+        case (301, _), (307, _), (400, "AuthorizationHeaderMalformed"?):
+            throw StoreError(.other, location: what, message: "wrong region or endpoint (\(why.isEmpty ? "HTTP \(status)" : why)); give --region or --endpoint")
+        default:
+            throw StoreError(.other, location: what, message: "HTTP \(status)\(why.isEmpty ? "" : " " + why)")
         }
-        if lower.contains("ssl") || lower.contains("tls") || lower.contains("certificate") || lower.contains("handshake") {
-            return ("cannot reach \(endpoint): TLS failed (\(text.prefix(120)))", false)
-        }
-        if error is HTTPClientError { return ("cannot reach \(endpoint): \(text.prefix(120))", true) }
-        return ("cannot reach \(endpoint): \(text.split(whereSeparator: \.isNewline).first ?? "")".prefix(200).description, true)
     }
 
     static func amzDate(_ date: Date) -> String {

@@ -21,11 +21,14 @@ public final class S3ObjectStore: ObjectStore, @unchecked Sendable {
         return (bucket, prefix)
     }
 
-    public init(url: String, options: S3Options, tuning: S3Tuning = S3Tuning()) throws {
+    /// `onRetry` hears of each request about to be tried again (for a note on a terminal).
+    public init(url: String, options: S3Options, tuning: S3Tuning = S3Tuning(),
+                onRetry: (@Sendable (S3RetryNote) -> Void)? = nil) throws {
         let (bucket, prefix) = try Self.parse(url)
         location = "s3://" + bucket + (prefix.isEmpty ? "" : "/" + prefix)
         self.prefix = prefix.isEmpty ? "" : prefix + "/"
-        client = S3Client(settings: try AWSSettings.resolve(options, location: location), bucket: bucket, tuning: tuning)
+        client = S3Client(settings: try AWSSettings.resolve(options, location: location), bucket: bucket, tuning: tuning,
+                          onRetry: onRetry)
     }
 
     func name(_ key: String) -> String { location + "/" + key }
