@@ -44,9 +44,7 @@ final class DumpFolder {
             }
         }
         DumpFolder.removeStale(in: parent, stem: base)
-        let mask = umask(0)
-        umask(mask)
-        filePermissions = 0o666 & ~mask
+        filePermissions = DurableFolder.newFilePermissions
         var made: String? = nil
         for _ in 0..<10 {
             let candidate = (parent == "/" ? "" : parent) + "/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

@@ -45,9 +45,7 @@ final class LoadSession {
             }
             let stem = DurableFolder.baseName(of: target)
             TemporaryFiles.removeStale(in: folder, stem: stem)
-            let mask = umask(0)
-            umask(mask)
-            let file = try TemporaryFile(in: folder, stem: stem, permissions: 0o666 & ~mask)
+            let file = try TemporaryFile(in: folder, stem: stem, permissions: DurableFolder.newFilePermissions)
             temporary = file
             do {
                 connection = try Connection(path: file.path, mode: .readWrite, busyTimeout: busyTimeout)

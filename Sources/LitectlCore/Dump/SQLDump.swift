@@ -71,9 +71,7 @@ extension SQLDump {
         }
         let stem = DurableFolder.baseName(of: output)
         TemporaryFiles.removeStale(in: folder, stem: stem)
-        let mask = umask(0)
-        umask(mask)
-        let file = try TemporaryFile(in: folder, stem: stem, permissions: 0o666 & ~mask)
+        let file = try TemporaryFile(in: folder, stem: stem, permissions: DurableFolder.newFilePermissions)
         do {
             let sink = FileDescriptorSink(descriptor: file.descriptor)
             let summary = try write(path: path, options: options, to: sink, busyTimeout: busyTimeout)

@@ -227,6 +227,15 @@ public final class TemporaryFile {
 }
 
 public enum DurableFolder {
+    /// The permission bits a new file of the user's gets (0666 less the
+    /// umask), as a shell redirection would create it: dumps, loaded
+    /// databases. (umask can only be read by setting it, at once put back.)
+    public static var newFilePermissions: mode_t {
+        let mask = umask(0)
+        umask(mask)
+        return 0o666 & ~mask
+    }
+
     /// fsyncs the folder holding `path`, so a rename in it survives a crash.
     public static func sync(parentOf path: String) throws {
         let folder = parent(of: path)

@@ -103,10 +103,10 @@ public final class RepoLock: @unchecked Sendable {
     /// follow it (`randomBytes`), found from the end, so that a `}` inside a
     /// value (a host name) does not cut the object short.
     static func lockJSON(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
-        let tail = 17
-        guard bytes.count > tail, bytes[bytes.count - tail] == UInt8(ascii: " "),
-              bytes.suffix(tail - 1).allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }) else { return bytes[...] }
-        return bytes.dropLast(tail)
+        // A JSON object ends with `}`: letters after it and a space are the tail.
+        let letters = bytes.reversed().prefix { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }.count
+        guard letters > 0, bytes.count > letters, bytes[bytes.count - letters - 1] == UInt8(ascii: " ") else { return bytes[...] }
+        return bytes.dropLast(letters + 1)
     }
 
     /// Every lock in the repository (unreadable ones count as stale ones of unknown owner).

@@ -32,17 +32,34 @@ struct RepoOptions: ParsableArguments {
         if keyFile != nil && passphraseFile != nil { throw ValidationError("Give --key-file or --passphrase-file, not both.") }
     }
 
-    /// The key, from the options or $LITECTL_PASSPHRASE.
-    func secret() throws -> RepoSecret? {
-        if let keyFile { return .keyFile(keyFile) }
-        if let passphraseFile { return try .passphrase(file: passphraseFile) }
-        return RepoSecret.passphraseFromEnvironment(ProcessInfo.processInfo.environment)
+    /// The repository and its settings as these options give them.
+    var location: RepositoryLocation {
+        var l = RepositoryLocation()
+        l.url = url
+        l.endpoint = endpoint; l.region = region; l.profile = profile
+        l.keyFile = keyFile; l.passphraseFile = passphraseFile
+        return l
     }
 
     /// The object store the URL names.
-    func store(url: String) throws -> ObjectStore {
+    func store(url: String, quiet: Bool = false) throws -> ObjectStore {
+        try Self.store(url: url, location: location, quiet: quiet)
+    }
+
+    /// The key of `location`, or $LITECTL_PASSPHRASE.
+    static func secret(_ location: RepositoryLocation) throws -> RepoSecret? {
+        if let keyFile = location.keyFile { return .keyFile(keyFile) }
+        if let passphraseFile = location.passphraseFile { return try .passphrase(file: passphraseFile) }
+        return RepoSecret.passphraseFromEnvironment(ProcessInfo.processInfo.environment)
+    }
+
+    func secret() throws -> RepoSecret? { try Self.secret(location) }
+
+    /// The object store `url` names, with `location`'s S3 settings; -q
+    /// (`quiet`) keeps the S3 client's retry notes off the terminal too.
+    static func store(url: String, location: RepositoryLocation, quiet: Bool) throws -> ObjectStore {
         if url.hasPrefix("s3://") {
-            return try makeS3Store(url: url, endpoint: endpoint, region: region, profile: profile)
+            return try makeS3Store(url: url, endpoint: location.endpoint, region: location.region, profile: location.profile, quiet: quiet)
         }
         if url.contains("://") {
             throw StoreError(.other, location: url, message: "unsupported repository URL: give a folder path or s3://BUCKET/PREFIX")
@@ -50,11 +67,16 @@ struct RepoOptions: ParsableArguments {
         return FolderStore(path: url)
     }
 
-    /// Opens the repository (one error line naming it when that fails).
-    func open() throws -> Repository {
-        guard let url else { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
-        let repository = try Repository.open(try store(url: url), secret: try secret())
-        if !repository.encrypted, let given = keyFile.map({ "--key-file \($0)" }) ?? passphraseFile.map({ "--passphrase-file \($0)" }) {
+    /// Opens the repository these options name (one error line naming it when that fails).
+    func open(quiet: Bool = false) throws -> Repository { try Self.open(location, quiet: quiet) }
+
+    /// Opens the repository `location` names; warns when a key is given for
+    /// one that is not encrypted.
+    static func open(_ location: RepositoryLocation, quiet: Bool = false) throws -> Repository {
+        guard let url = location.url else { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
+        let repository = try Repository.open(try store(url: url, location: location, quiet: quiet), secret: try secret(location))
+        if !repository.encrypted && !quiet,
+           let given = location.keyFile.map({ "--key-file \($0)" }) ?? location.passphraseFile.map({ "--passphrase-file \($0)" }) {
             printError("warning: \(url): the repository is not encrypted, so \(given) is not used (is this the repository you meant?)")
         }
         return repository

@@ -45,7 +45,7 @@ struct Forget: ParsableCommand {
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         do {
-            let repository = try options.open()
+            let repository = try options.open(quiet: voice.quiet)
             let lock = dryRun ? nil : try RepoLock(repository, exclusive: prune, command: "forget", timeout: timeout)
             defer { lock?.release() }
             let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy, database: database)

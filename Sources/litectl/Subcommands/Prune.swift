@@ -28,7 +28,7 @@ struct Prune: ParsableCommand {
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         do {
-            let repository = try options.open()
+            let repository = try options.open(quiet: voice.quiet)
             let lock = try RepoLock(repository, exclusive: true, command: "prune", timeout: lockWait.seconds(default: 60))
             defer { lock.release() }
             for stale in lock.ignoredStale where !voice.quiet {

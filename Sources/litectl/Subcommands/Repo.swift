@@ -45,7 +45,7 @@ struct RepoInit: ParsableCommand {
     func run() throws {
         TemporaryFiles.installSignalCleanup()
         do {
-            let store = try options.store(url: url)
+            let store = try options.store(url: url, quiet: voice.quiet)
             if let folder = store as? FolderStore { try folder.createRoot() }
             let repository = try Repository.initialize(store, secret: try options.secret())
             if voice.json {

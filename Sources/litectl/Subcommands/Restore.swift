@@ -125,7 +125,7 @@ struct Restore: ParsableCommand {
     func runRepository() throws {
         let bar = ProgressBar(label: DurableFolder.baseName(of: target))
         do {
-            let repo = try repository.open()
+            let repo = try repository.open(quiet: voice.quiet)
             let snapshots = try repo.snapshots().snapshots
             let snapshot = try SnapshotSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
                                                        location: repo.location)

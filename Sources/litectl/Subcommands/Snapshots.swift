@@ -33,7 +33,7 @@ struct Snapshots: ParsableCommand {
 
     func run() throws {
         do {
-            let repository = try options.open()
+            let repository = try options.open(quiet: voice.quiet)
             let (all, damaged) = try repository.snapshots()
             let resolved = database.map { BackupJob.resolvedPath($0) }
             let shown = all.filter { s in

@@ -24,7 +24,7 @@ struct Unlock: ParsableCommand {
 
     func run() throws {
         do {
-            let repository = try options.open()
+            let repository = try options.open(quiet: voice.quiet)
             for lock in try RepoLock.list(repository) {
                 let removed = lock.staleReason != nil || all
                 if removed { try repository.store.delete(lock.key) }

@@ -137,7 +137,7 @@ struct Verify: ParsableCommand {
     func runRepository() throws {
         let bar = ProgressBar(label: "reading", unit: "packs")
         do {
-            let repo = try repository.open()
+            let repo = try repository.open(quiet: voice.quiet)
             var options = RepoVerifyOptions()
             options.readDataPercent = readData ? 100 : (readDataSubset ?? 0)
             let report = try RepoVerify.run(repo, options: options, progress: bar.update)

@@ -4,9 +4,9 @@ import Foundation
 import LitectlCore
 import LitectlS3
 
-func makeS3Store(url: String, endpoint: String?, region: String?, profile: String?) throws -> ObjectStore {
+func makeS3Store(url: String, endpoint: String?, region: String?, profile: String?, quiet: Bool = false) throws -> ObjectStore {
     try S3ObjectStore(url: url, options: S3Options(endpoint: endpoint, region: region, profile: profile),
-                      onRetry: isatty(STDERR_FILENO) == 1 ? printRetryNote : nil)
+                      onRetry: !quiet && isatty(STDERR_FILENO) == 1 ? printRetryNote : nil)
 }
 
 /// `litectl: retrying PUT s3://... after HTTP 503 SlowDown (attempt 2 of 5)`:
