@@ -1,0 +1,54 @@
+// Writing a report page to its file as every litectl writer does: a hidden
+// temporary file beside it (removed on error or signal, or by the next run
+// after a SIGKILL), fsynced, renamed into place, its folder fsynced; never
+// over an existing file without `replace`, never over a database it reads.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+public enum ReportFile {
+    /// Writes `html` to `output`. `inputs` are the databases the report
+    /// read: `output` may not be one of them (by device and inode, so not
+    /// through a link either), even with `replace`.
+    public static func write(_ html: [UInt8], to output: String, replace: Bool, inputs: [String]) throws {
+        try requireWritable(output, replace: replace, inputs: inputs)
+        let folder = DurableFolder.parent(of: output)
+        let stem = DurableFolder.baseName(of: output)
+        TemporaryFiles.removeStale(in: folder, stem: stem)
+        let mask = umask(0)
+        umask(mask)
+        let file = try TemporaryFile(in: folder, stem: stem, permissions: 0o666 & ~mask)
+        do {
+            try html.withUnsafeBytes { try file.write($0) }
+            try file.commit(as: output, replace: replace)
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// The checks `write` makes before anything is read or written, so that
+    /// a command can fail at once instead of after a long scan: the folder
+    /// exists, `output` does not (unless `replace`) and is none of `inputs`.
+    public static func requireWritable(_ output: String, replace: Bool, inputs: [String]) throws {
+        for input in inputs {
+            var a = stat(), b = stat()
+            if stat(output, &a) == 0, stat(input, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+                throw DatabaseError(code: .cantopen, message: "is a database the report reads; write the report to another file",
+                                    path: output)
+            }
+        }
+        let folder = DurableFolder.parent(of: output)
+        guard DurableFolder.isFolder(folder) else {
+            throw DatabaseError(code: .cantopen, message: "no such folder: \(folder)", path: output)
+        }
+        if DurableFolder.isFolder(output) {
+            throw DatabaseError(code: .cantopen, message: "is a folder; give a file name", path: output)
+        }
+        if DurableFolder.exists(output) && !replace {
+            throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (--force replaces it)", path: output)
+        }
+    }
+}
