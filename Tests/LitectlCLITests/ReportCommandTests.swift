@@ -404,6 +404,8 @@ import TestSupport
         #expect(rects.count <= 1_001)
         #expect(rects.contains { $0["data-kind"] == "others" })
         try Self.checkTreemap(html, against: folder.file("a.db"), exactNames: false)
+        // Every b-tree is listed in the stats table, the small ones too.
+        #expect(Self.tableRows("objects-table", in: html).count == 5_000 + 100 + 2)
 
         let pairPage = folder.file("many-pair.html")
         let pair = try litectl("report", "a.db", "b.db", "-o", pairPage, in: folder.path)

@@ -139,4 +139,38 @@ import TestSupport
         #expect(blob.text == "x'" + String(repeating: "AB", count: 256) + "'")
         #expect(blob.fullBytes == 1000)
     }
+
+    // MARK: Pages
+
+    @Test func comparisonKeepsAFewRowsPerTableAndExactCounts() throws {
+        let folder = try TemporaryFolder("report-sample")
+        let schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, v); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) INSERT INTO t SELECT i, i FROM n;"
+        try makeDatabase(folder.file("a.db"), schema)
+        try makeDatabase(folder.file("b.db"), schema + "UPDATE t SET v = -v WHERE id % 5 = 0; DELETE FROM t WHERE id % 7 = 0;")
+        var options = ReportOptions()
+        options.rowsPerTable = 3
+        let outcome = try ComparisonReport.make(pathA: folder.file("a.db"), pathB: folder.file("b.db"), options: options)
+        #expect(outcome.findings)
+        let html = String(decoding: outcome.html, as: UTF8.self)
+        let updated = Int(try sqlite3Scalar(folder.file("a.db"), "SELECT count(*) FROM t WHERE id % 5 = 0 AND id % 7 != 0"))!
+        let deleted = Int(try sqlite3Scalar(folder.file("a.db"), "SELECT count(*) FROM t WHERE id % 7 = 0"))!
+        #expect(html.contains("<td class=\"n\">\(updated)</td><td class=\"n\">\(deleted)</td>"))
+        #expect(html.components(separatedBy: "<td class=\"op\"").count - 1 == 3)
+        #expect(html.contains("… \(updated + deleted - 3) more changed rows"))
+
+        let same = try ComparisonReport.make(pathA: folder.file("a.db"), pathB: folder.file("a.db"))
+        #expect(!same.findings)
+        #expect(String(decoding: same.html, as: UTF8.self).contains("Identical"))
+    }
+
+    @Test func anEmptyDatabaseHasAReportToo() throws {
+        let folder = try TemporaryFolder("report-empty")
+        #expect(FileManager.default.createFile(atPath: folder.file("empty.db"), contents: Data()))
+        let outcome = try DatabaseReport.make(path: folder.file("empty.db"))
+        #expect(!outcome.findings)
+        let html = String(decoding: outcome.html, as: UTF8.self)
+        #expect(html.contains("Sound: no errors, no warnings"))
+        #expect(html.contains("The database has no pages.") || html.contains("<svg"))
+        #expect(try folder.listing() == ["empty.db"])
+    }
 }

@@ -153,7 +153,7 @@ struct DatabaseReportPage {
     /// page stays a few MB whatever the file holds; past them a section says
     /// how much it leaves out.
     static let findingsBudget = 400_000
-    static let objectsBudget = 900_000
+    static let objectsBudget = 2_200_000
     static let statisticsBudget = 400_000
     static let growthBudget = 250_000
     /// Findings shown per check at most.

@@ -41,6 +41,7 @@ enum ReportPage {
         (function () {
           function key(cell) {
             var v = cell.getAttribute('data-v');
+            if (v === null && cell.classList.contains('n')) v = cell.textContent;
             return v === null ? cell.textContent : parseFloat(v);
           }
           function sortTable(table, column, ascending) {
@@ -141,9 +142,14 @@ extension HTMLText {
         markup("</dl>\n")
     }
 
-    /// A `td` holding a number, right-aligned, sortable by `sortValue`.
+    /// A `td` holding a number, right-aligned, sortable by `sortValue` (by
+    /// its text when that is the number: fewer bytes per row of a long table).
     mutating func numberCell(_ shown: String, sortValue: String? = nil) {
-        markup("<td class=\"n\" data-v=\"\(sortValue ?? shown)\">")
+        if let sortValue, sortValue != shown {
+            markup("<td class=\"n\" data-v=\"\(sortValue)\">")
+        } else {
+            markup("<td class=\"n\">")
+        }
         text(shown)
         markup("</td>")
     }

@@ -66,7 +66,7 @@ struct Report: ParsableCommand {
     @Option(help: ArgumentHelp("With one DB: show growth against an earlier `stats --format json` report.", valueName: "old.json"))
     var compare: String?
 
-    @Option(help: ArgumentHelp("With two DBs: changed rows shown per table (default 20; the counts are exact).", valueName: "n"))
+    @Option(help: ArgumentHelp("With two DBs: changed rows shown per table (the counts are exact).", valueName: "n"))
     var rows: Int = 20
 
     @Flag(help: "With one DB: run quick_check instead of integrity_check.")
