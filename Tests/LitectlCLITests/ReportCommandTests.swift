@@ -478,6 +478,15 @@ import TestSupport
         #expect(try litectl("report", "d.db", "x.db", "-o", "x.db", "--force", in: folder.path).status == 2)
         #expect(try FileFingerprint(db) == before)
         try FileManager.default.removeItem(atPath: folder.file("link.db"))
+        // Nor over its -wal, whose transactions would be lost.
+        let shell = try ShellSession(db)
+        shell.run("PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (2, 'in the wal');")
+        #expect(FileManager.default.fileExists(atPath: db + "-wal"))
+        let wal = try litectl("report", "d.db", "-o", "d.db-wal", "--force", in: folder.path)
+        #expect(wal.status == 2)
+        #expect(wal.stderr == "litectl: d.db-wal: is the -wal file of a database the report reads; write the report to another file\n")
+        shell.close()
+        #expect(try sqlite3Scalar(db, "SELECT v FROM t WHERE id = 2") == "in the wal")
 
         let missing = try litectl("report", "nope.db", "-o", "n.html", in: folder.path)
         #expect(missing.status == 2)

@@ -10,8 +10,8 @@ import Darwin
 
 public enum ReportFile {
     /// Writes `html` to `output`. `inputs` are the databases the report
-    /// read: `output` may not be one of them (by device and inode, so not
-    /// through a link either), even with `replace`.
+    /// read: `output` may not be one of them or their -wal, -shm or -journal
+    /// (by device and inode, so not through a link either), even with `replace`.
     public static func write(_ html: [UInt8], to output: String, replace: Bool, inputs: [String]) throws {
         try requireWritable(output, replace: replace, inputs: inputs)
         let folder = DurableFolder.parent(of: output)
@@ -33,11 +33,17 @@ public enum ReportFile {
     /// a command can fail at once instead of after a long scan: the folder
     /// exists, `output` does not (unless `replace`) and is none of `inputs`.
     public static func requireWritable(_ output: String, replace: Bool, inputs: [String]) throws {
+        // The database itself, or its -wal, -shm or -journal: replacing one of
+        // those would lose the database's last transactions or corrupt it.
         for input in inputs {
-            var a = stat(), b = stat()
-            if stat(output, &a) == 0, stat(input, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
-                throw DatabaseError(code: .cantopen, message: "is a database the report reads; write the report to another file",
-                                    path: output)
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                var a = stat(), b = stat()
+                if stat(output, &a) == 0, stat(input + suffix, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+                    throw DatabaseError(code: .cantopen,
+                                        message: suffix.isEmpty ? "is a database the report reads; write the report to another file"
+                                            : "is the \(suffix) file of a database the report reads; write the report to another file",
+                                        path: output)
+                }
             }
         }
         let folder = DurableFolder.parent(of: output)
