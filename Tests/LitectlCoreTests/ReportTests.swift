@@ -173,4 +173,18 @@ import TestSupport
         #expect(html.contains("The database has no pages.") || html.contains("<svg"))
         #expect(try folder.listing() == ["empty.db"])
     }
+
+    @Test func aWideTableShowsItsKeyItsFirstAndItsChangedColumns() throws {
+        let folder = try TemporaryFolder("report-wide")
+        let columns = (1...60).map { "c\($0)" }
+        let schema = "CREATE TABLE w(id INTEGER PRIMARY KEY, \(columns.joined(separator: ", "))); INSERT INTO w(id, c1, c55) VALUES (1, 'a', 'old');"
+        try makeDatabase(folder.file("a.db"), schema)
+        try makeDatabase(folder.file("b.db"), schema + "UPDATE w SET c55 = 'new' WHERE id = 1;")
+        let html = String(decoding: try ComparisonReport.make(pathA: folder.file("a.db"), pathB: folder.file("b.db")).html, as: UTF8.self)
+        #expect(html.contains("<th class=\"key\">id</th><th>c1</th>"))
+        #expect(html.contains("<th>c29</th><th>c55</th></tr>"), "the first 29 others, then the changed one")
+        #expect(html.contains("30 of its 61 columns not shown"))
+        #expect(html.contains("<td class=\"v changed\">&#39;old&#39;</td>"))
+        #expect(html.contains("<td class=\"v changed\">&#39;new&#39;</td>"))
+    }
 }
