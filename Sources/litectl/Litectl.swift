@@ -33,7 +33,7 @@ struct Litectl: ParsableCommand {
         subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,
                       Repo.self, Snapshots.self, Forget.self, Prune.self, Unlock.self,
                       Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Transform.self, Migrate.self,
-                      Vacuum.self, Dump.self, Load.self, Recover.self, Demo.self]
+                      Vacuum.self, Dump.self, Load.self, Recover.self, Report.self, Demo.self]
     )
 
     /// glibc raises its mmap threshold each time a large buffer is freed and

@@ -13,7 +13,7 @@ import TestSupport
     static let commands: [[String]] = [
         ["info"], ["query"], ["tables"], ["backup"], ["verify"], ["restore"], ["repo", "init"], ["snapshots"], ["forget"],
         ["prune"], ["unlock"], ["diff"], ["patch"], ["hash"], ["check"], ["stats"], ["analyze"], ["transform"],
-        ["migrate", "apply"], ["migrate", "status"], ["vacuum"], ["dump"], ["load"], ["recover"], ["demo"],
+        ["migrate", "apply"], ["migrate", "status"], ["vacuum"], ["dump"], ["load"], ["recover"], ["report"], ["demo"],
     ]
 
     /// Positional arguments that let each command parse (the files need not exist:
@@ -23,7 +23,7 @@ import TestSupport
         "diff": ["a.db", "b.db"], "patch": ["a.db", "p.sql"], "hash": ["a.db"], "check": ["a.db"], "stats": ["a.db"],
         "analyze": ["a.db"], "transform": ["a.db", "t"], "apply": ["a.db", "dir"], "status": ["a.db", "dir"],
         "vacuum": ["a.db"], "dump": ["a.db"], "load": ["a.db", "in.sql"], "recover": ["a.db", "out.db"], "tables": ["a.db"],
-        "query": ["a.db", "SELECT 1"], "forget": ["--keep-last", "1"],
+        "query": ["a.db", "SELECT 1"], "forget": ["--keep-last", "1"], "report": ["a.db", "-o", "r.html"],
     ]
 
     @Test func theCommandListIsComplete() throws {
