@@ -68,8 +68,13 @@ public struct RecoveryReport: Sendable {
 
     /// Pages found damaged (unreadable, malformed, or in the wrong place), in order.
     public var damagedPages: [DamagedPage]
-    /// Cells that could not be read as a record at all.
+    /// Cells that could not be read as a record at all, and are lost (a
+    /// sqlite_schema cell that is no schema row).
     public var unreadableCells: Int
+    /// Cells whose record is damaged (its header does not describe its
+    /// payload): kept in lost_and_found with the fields that could be read,
+    /// as the recover extension reads them.
+    public var damagedRecords: Int
     /// B-tree pages no b-tree reached (not counting the freelist's).
     public var orphanPages: Int
     /// Pages nothing accounts for that are no b-tree page (lost overflow pages, zeroed or garbled pages).
@@ -133,6 +138,7 @@ public struct RecoveryReport: Sendable {
             })),
             ("damaged_pages", .array(damagedPages.map { .object([("page", .integer(Int64($0.page))), ("problem", .string($0.problem))]) })),
             ("unreadable_cells", .integer(Int64(unreadableCells))),
+            ("damaged_records", .integer(Int64(damagedRecords))),
             ("orphan_pages", .integer(Int64(orphanPages))),
             ("unaccounted_pages", .integer(Int64(unaccountedPages))),
             ("freelist_pages", .integer(Int64(freelistPages))),
@@ -165,6 +171,9 @@ public struct RecoveryReport: Sendable {
         if orphanPages > 0 { lines.append("  \(orphanPages) pages no b-tree reached any more were read") }
         if unaccountedPages > 0 { lines.append("  \(unaccountedPages) pages hold nothing readable (lost overflow pages, zeroed or garbled pages)") }
         if unreadableCells > 0 { lines.append("  \(unreadableCells) cells could not be read and are lost") }
+        if damagedRecords > 0 {
+            lines.append("  \(damagedRecords) rows whose record is damaged were kept in lost_and_found, as far as they could be read")
+        }
         if freelistRowsIgnored > 0 {
             lines.append("  \(freelistRowsIgnored) rows on free pages (deleted rows) were not taken back")
         }

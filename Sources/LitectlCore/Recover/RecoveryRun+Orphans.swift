@@ -113,13 +113,19 @@ extension RecoveryRun {
         var inRange = Array(repeating: 0, count: candidates.count)
         var rows = 0
         var widest = 0
+        // Cells whose record is damaged: kept (in lost_and_found), but no
+        // evidence of which table the group is.
+        var damagedRecords = 0
         for number in members {
             guard file.copy(number, into: buffer),
                   let read = SalvagePage.read(buffer, pageSize: file.pageSize, usable: file.usable, number: number,
                                               table: isTable, repair: false) else { continue }
             for item in read.cells {
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: -1, owners: &owners, claim: .peek)
-                guard record.parse(payload) else { continue }
+                guard record.parse(payload) else {
+                    damagedRecords += 1
+                    continue
+                }
                 rows += 1
                 widest = max(widest, record.count)
                 for (k, table) in candidates.enumerated() where table.accepts(record) {
@@ -129,12 +135,12 @@ extension RecoveryRun {
                 }
             }
         }
-        guard rows > 0 else { return }
+        guard rows + damagedRecords > 0 else { return }
 
         var target: SalvageTable?
         if let tree, let linked = tables[tree], linked.withoutRowid != isTable {
             target = linked
-        } else {
+        } else if rows > 0 {
             var fits = candidates.indices.filter { accepted[$0] == rows && candidates[$0].damaged }
             if allFree { fits = fits.filter { !isTable || inRange[$0] == rows } }
             if fits.count > 1 && isTable {
@@ -149,10 +155,10 @@ extension RecoveryRun {
         }
         if target == nil {
             if allFree {
-                freelistRowsIgnored += rows
+                freelistRowsIgnored += rows + damagedRecords
                 return
             }
-            if isTable && schemaDamaged && widest <= SalvagedRecord.maxColumns {
+            if isTable && schemaDamaged && rows > 0 && widest <= SalvagedRecord.maxColumns {
                 target = try genericTable(top: top, width: max(widest, 1))
             } else if !isTable && !schemaDamaged && !tables.values.contains(where: { $0.withoutRowid && $0.damaged }) {
                 // Pages of a damaged index: indexes are made again from their tables.
@@ -181,12 +187,14 @@ extension RecoveryRun {
                     continue
                 }
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: overflowOwner, owners: &owners)
-                guard record.parse(payload) else {
-                    unreadableCells += 1
-                    continue
+                record.parse(payload, damaged: true)
+                var reason = "on a page no b-tree reaches, and fits no known table"
+                if let damage = record.damage {
+                    damagedRecords += 1
+                    reason = "on a page no b-tree reaches; its record is damaged: \(damage)"
                 }
                 try lost.add(root: top, page: number, cell: item.index, rowid: isTable ? item.cell.rowid : nil, record: record,
-                             reason: "on a page no b-tree reaches, and fits no known table")
+                             reason: reason)
             }
         }
         payloads.trim()

@@ -115,7 +115,8 @@ final class TreeSalvage {
         var children: [(page: UInt32, low: Int64?, high: Int64?, entry: Int?)] = []
         var previous = low
         var ordered = true
-        for (position, item) in page.cells.enumerated() {
+        // Cells past the pointer array (SalvagePage.suspectFrom) name no child to follow.
+        for (position, item) in page.cells.enumerated() where item.index < page.suspectFrom {
             let key: Int64? = table ? item.cell.rowid : nil
             if let key {
                 if let previous, key <= previous { ordered = false }
@@ -174,15 +175,18 @@ final class TreeSalvage {
                       owners: inout PageOwners, outcome: inout Outcome,
                       _ body: (SalvageCell, inout PageOwners) throws -> Void) rethrows {
         var trust = Array(repeating: page.sound ? CellTrust.sound : .salvaged, count: page.cells.count)
+        // Cells read from past the pointer array are kept, never trusted.
+        for (i, item) in page.cells.enumerated() where item.index >= page.suspectFrom { trust[i] = .doubtful }
         if table {
             // Rowids must lie within the parent's bounds and ascend.
             var outside = 0
-            for (i, item) in page.cells.enumerated() {
+            for (i, item) in page.cells.enumerated() where trust[i] != .doubtful {
                 let rowid = item.cell.rowid
                 if let low, rowid <= low { trust[i] = .doubtful; outside += 1 }
                 if let high, rowid > high { trust[i] = .doubtful; outside += 1 }
             }
-            if !page.cells.isEmpty && outside * 2 > page.cells.count {
+            let considered = page.cells.indices.filter { page.cells[$0].index < page.suspectFrom }.count
+            if considered > 0 && outside * 2 > considered {
                 // Mostly someone else's rows: a wrong child pointer led here.
                 owners.release(page.number)
                 noteDamage(page.number, "its rows lie outside the key range its parent gives it")
