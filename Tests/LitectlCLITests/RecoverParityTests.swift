@@ -3,7 +3,8 @@
 // database: per table of the original, litectl keeps at least the rows the
 // shell keeps (in the table or in lost_and_found) and at least as many of
 // the original's rows, and its tables hold at least as many rows exactly as
-// they were.
+// they were. And the foreign keys a salvage leaves without their parent rows
+// are in the report, as PRAGMA foreign_key_check finds them in OUT.
 // Skipped when ../shared/corpus/real is absent, or the shell with
 // sqlite_dbpage cannot be built (scripts/build-sqlite-shell).
 import Foundation
@@ -76,5 +77,74 @@ import TestSupport
             }
         }
         #expect(copies >= 16)
+    }
+
+    static let chinook = realDatabases.first { DurableFolder.baseName(of: $0) == "Chinook_Sqlite.sqlite" }
+
+    /// Chinook with one leaf of `table` zeroed; returns the damaged copy.
+    func chinookWithout(leafOf table: String, in folder: TemporaryFolder) throws -> String {
+        let damaged = try folder.copy(try #require(RecoverParityTests.chinook), as: "damaged.db")
+        let map = try PageMap.read(damaged)
+        let leaves = try #require(map.trees[table]?.leaves)
+        try #require(leaves.count > 2)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: damaged)))
+        for i in Int(leaves[1] - 1) * map.pageSize..<Int(leaves[1]) * map.pageSize { bytes[i] = 0 }
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        return damaged
+    }
+
+    /// The foreign keys PRAGMA foreign_key_check finds orphans of in `out`,
+    /// by the sqlite3 CLI: "table|columns|parent|rows" per key.
+    func orphansBySQLite(_ out: String) throws -> [String] {
+        try sqlite3(["-batch", out, """
+            SELECT k."table", (SELECT group_concat("from", ',') FROM (SELECT "from" FROM pragma_foreign_key_list(k."table")
+                                                                      WHERE id = k.fkid ORDER BY seq)),
+                   k.parent, count(*)
+            FROM pragma_foreign_key_check AS k GROUP BY k."table", k.fkid ORDER BY k."table", k.fkid
+            """]).split(separator: "\n").map(String.init)
+    }
+
+    /// Zeroing a leaf of Chinook's Track loses tracks that invoice lines
+    /// and playlist entries refer to: the report names each foreign key and
+    /// its orphans, as foreign_key_check counts them in OUT, and exits 1.
+    @Test(.enabled(if: RecoverParityTests.chinook != nil))
+    func reportNamesForeignKeyOrphans() throws {
+        let folder = try TemporaryFolder("recover-orphans")
+        let damaged = try chinookWithout(leafOf: "Track", in: folder)
+        let run = try runProcess(litectlBinary, ["recover", "--json", damaged, folder.file("out.db")])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdoutBytes)) as? [String: Any])
+        let orphans = try #require(report["foreign_key_orphans"] as? [[String: Any]])
+        let reported = orphans.map { o in
+            "\(o["table"] ?? "")|\((o["columns"] as? [String] ?? []).joined(separator: ","))|\(o["parent"] ?? "")|\(o["rows"] ?? "")"
+        }
+        let expected = try orphansBySQLite(folder.file("out.db"))
+        #expect(expected.count == 2, "invoice lines and playlist entries lose their tracks: \(expected)")
+        #expect(reported == expected)
+        #expect(orphans.allSatisfy { ($0["parent_columns"] as? [String]) == ["TrackId"] })
+
+        // The text report says the same, and check fails on OUT as it says.
+        let text = try runProcess(litectlBinary, ["recover", damaged, folder.file("text.db")])
+        #expect(text.status == 1)
+        for line in expected {
+            let f = line.split(separator: "|").map(String.init)
+            #expect(text.stdout.contains("    \(f[0])(\(f[1])) -> \(f[2])(TrackId): \(f[3]) rows"), "\(text.stdout)")
+        }
+        let check = try runProcess(litectlBinary, ["check", folder.file("out.db")])
+        #expect(check.status == 1, "\(check.stdout)")
+    }
+
+    /// Zeroing a leaf of PlaylistTrack loses child rows only: no orphans,
+    /// none reported.
+    @Test(.enabled(if: RecoverParityTests.chinook != nil))
+    func noOrphansNoneReported() throws {
+        let folder = try TemporaryFolder("recover-orphans")
+        let damaged = try chinookWithout(leafOf: "PlaylistTrack", in: folder)
+        let run = try runProcess(litectlBinary, ["recover", "--json", damaged, folder.file("out.db")])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdoutBytes)) as? [String: Any])
+        #expect((report["foreign_key_orphans"] as? [Any])?.isEmpty == true)
+        #expect(try orphansBySQLite(folder.file("out.db")).isEmpty)
+        #expect(!(try runProcess(litectlBinary, ["recover", damaged, folder.file("text.db")])).stdout.contains("refer to a parent row"))
     }
 }

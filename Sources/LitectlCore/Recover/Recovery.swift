@@ -138,7 +138,11 @@ final class RecoveryRun {
             try finishRTrees()
             try createLaterObjects()
             report(Int(total))
-            let result = makeReport()
+            var result = makeReport()
+            if !result.sound {
+                result.foreignKeyOrphans = try foreignKeyOrphans()
+                result.problems = problems
+            }
             if !result.sound && result.rowsRecovered == 0 && lost.rows == 0 && !schema.contains(where: { $0.type == "table" }) {
                 throw DatabaseError(code: .corrupt, message: "nothing could be recovered: no table or row could be read", path: request.source)
             }

@@ -2,7 +2,8 @@
 // order): per table the rows copied, the rows sent to lost_and_found, the
 // pages read and found damaged; for the file the damaged pages, pages no
 // b-tree reached, the freelist, schema objects that could not be made again,
-// and whether the source was sound and copied whole (exit 0) or not (exit 1).
+// foreign keys the salvage left without their parent rows, and whether the
+// source was sound and copied whole (exit 0) or not (exit 1).
 
 /// The outcome of `Recovery.run`.
 public struct RecoveryReport: Sendable {
@@ -41,6 +42,22 @@ public struct RecoveryReport: Sendable {
         public var rebuilt: Bool
         /// Why it was built again.
         public var problem: String?
+    }
+
+    /// Rows of one foreign key of the new database whose parent row is
+    /// missing (lost with a damaged page), as PRAGMA foreign_key_check
+    /// reports them: `check` on the new database fails on them.
+    public struct ForeignKeyOrphans: Sendable {
+        /// The child table.
+        public var table: String
+        /// The foreign key's columns in `table`.
+        public var columns: [String]
+        /// The parent table.
+        public var parent: String
+        /// The parent's columns the key names (empty: its primary key).
+        public var parentColumns: [String]
+        /// Rows of `table` whose parent row is missing.
+        public var rows: Int
     }
 
     /// A schema object that could not be made in the new database.
@@ -86,6 +103,11 @@ public struct RecoveryReport: Sendable {
     public var freelistRowsIgnored: Int
     public var schemaDamaged: Bool
     public var objectsNotRecreated: [ObjectFailure]
+    /// Foreign keys with rows whose parent row the salvage lost (by child
+    /// table, then key). Looked for only when the source was damaged: a
+    /// sound source's rows are all copied, so OUT has the source's orphans,
+    /// if any, and no others.
+    public var foreignKeyOrphans: [ForeignKeyOrphans] = []
     /// What was wrong with the file itself (header, freelist, -wal, size).
     public var problems: [String]
     /// The source was sound and every row was copied.
@@ -147,6 +169,15 @@ public struct RecoveryReport: Sendable {
             ("objects_not_recreated", .array(objectsNotRecreated.map { failure in
                 .object([("type", .string(failure.type)), ("name", .string(failure.name)), ("message", .string(failure.message))])
             })),
+            ("foreign_key_orphans", .array(foreignKeyOrphans.map { orphans in
+                .object([
+                    ("table", .string(orphans.table)),
+                    ("columns", .array(orphans.columns.map { .string($0) })),
+                    ("parent", .string(orphans.parent)),
+                    ("parent_columns", .array(orphans.parentColumns.map { .string($0) })),
+                    ("rows", .integer(Int64(orphans.rows))),
+                ])
+            })),
             ("problems", .array(problems.map { .string($0) })),
         ])
     }
@@ -196,6 +227,14 @@ public struct RecoveryReport: Sendable {
         }
         for failure in objectsNotRecreated {
             lines.append("  not recreated: \(failure.type) \(failure.name): \(failure.message)")
+        }
+        if !foreignKeyOrphans.isEmpty {
+            let total = foreignKeyOrphans.reduce(0) { $0 + $1.rows }
+            lines.append("  \(total) rows refer to a parent row that was lost (foreign_key_check, and so check, fails on them):")
+            for orphans in foreignKeyOrphans {
+                let parentColumns = orphans.parentColumns.isEmpty ? "" : "(\(orphans.parentColumns.joined(separator: ", ")))"
+                lines.append("    \(orphans.table)(\(orphans.columns.joined(separator: ", "))) -> \(orphans.parent)\(parentColumns): \(orphans.rows) rows")
+            }
         }
         return lines
     }
