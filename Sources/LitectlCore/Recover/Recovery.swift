@@ -298,6 +298,8 @@ final class RecoveryRun {
                 if !table.accepts(record) { reason = "on a damaged page, and does not fit the table's columns" }
             case .doubtful:
                 reason = "out of key order or range on a damaged page"
+            case .stray:
+                reason = "read from past the cell pointer array of a damaged page"
             }
         }
         if attached && reason == nil && !table.accepts(record) { reason = "does not fit the table's columns" }

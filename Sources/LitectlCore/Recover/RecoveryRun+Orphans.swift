@@ -50,7 +50,7 @@ extension RecoveryRun {
             }
             var children: [UInt32] = []
             if !read.isLeaf {
-                children = read.cells.map { $0.cell.leftChild } + [read.page.rightChild]
+                children = read.cells.filter { $0.index < read.suspectFrom }.map { $0.cell.leftChild } + [read.page.rightChild]
                 children = children.filter { $0 >= 2 && $0 <= file.pageCount && $0 != page }
             }
             pages[page] = UnreachedPage(table: table, leaf: read.isLeaf, free: role == .freeLeaf, children: children)
@@ -113,17 +113,18 @@ extension RecoveryRun {
         var inRange = Array(repeating: 0, count: candidates.count)
         var rows = 0
         var widest = 0
-        // Cells whose record is damaged: kept (in lost_and_found), but no
-        // evidence of which table the group is.
-        var damagedRecords = 0
+        // Cells whose record is damaged or that are stray (read from past a
+        // page's cell pointer array): kept in lost_and_found, but no evidence
+        // of which table the group is.
+        var unplaceable = 0
         for number in members {
             guard file.copy(number, into: buffer),
                   let read = SalvagePage.read(buffer, pageSize: file.pageSize, usable: file.usable, number: number,
                                               table: isTable, repair: false) else { continue }
             for item in read.cells {
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: -1, owners: &owners, claim: .peek)
-                guard record.parse(payload) else {
-                    damagedRecords += 1
+                guard item.index < read.suspectFrom, record.parse(payload) else {
+                    unplaceable += 1
                     continue
                 }
                 rows += 1
@@ -135,7 +136,7 @@ extension RecoveryRun {
                 }
             }
         }
-        guard rows + damagedRecords > 0 else { return }
+        guard rows + unplaceable > 0 else { return }
 
         var target: SalvageTable?
         if let tree, let linked = tables[tree], linked.withoutRowid != isTable {
@@ -155,7 +156,7 @@ extension RecoveryRun {
         }
         if target == nil {
             if allFree {
-                freelistRowsIgnored += rows + damagedRecords
+                freelistRowsIgnored += rows + unplaceable
                 return
             }
             if isTable && schemaDamaged && rows > 0 && widest <= SalvagedRecord.maxColumns {
@@ -181,7 +182,7 @@ extension RecoveryRun {
             }
             for item in read.cells {
                 let cell = SalvageCell(page: number, index: item.index, cell: item.cell, bytes: UnsafeRawPointer(buffer),
-                                       trust: .salvaged)
+                                       trust: item.index < read.suspectFrom ? .salvaged : .stray)
                 if let target {
                     try place(cell, in: target, owners: &owners, attached: true)
                     continue
@@ -189,6 +190,9 @@ extension RecoveryRun {
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: overflowOwner, owners: &owners)
                 record.parse(payload, damaged: true)
                 var reason = "on a page no b-tree reaches, and fits no known table"
+                if cell.trust == .stray {
+                    reason = "on a page no b-tree reaches, read from past its cell pointer array"
+                }
                 if let damage = record.damage {
                     damagedRecords += 1
                     reason = "on a page no b-tree reaches; its record is damaged: \(damage)"
