@@ -74,6 +74,8 @@ final class RecoveryRun {
     var problems: [String] = []
     var failures: [RecoveryReport.ObjectFailure] = []
     var unreadableCells = 0
+    /// Cells whose record is damaged, kept in lost_and_found as far as they read.
+    var damagedRecords = 0
     var freelistRowsIgnored = 0
     var orphanPages = 0
     var unaccountedPages = 0
@@ -136,7 +138,11 @@ final class RecoveryRun {
             try finishRTrees()
             try createLaterObjects()
             report(Int(total))
-            let result = makeReport()
+            var result = makeReport()
+            if !result.sound {
+                result.foreignKeyOrphans = try foreignKeyOrphans()
+                result.problems = problems
+            }
             if !result.sound && result.rowsRecovered == 0 && lost.rows == 0 && !schema.contains(where: { $0.type == "table" }) {
                 throw DatabaseError(code: .corrupt, message: "nothing could be recovered: no table or row could be read", path: request.source)
             }
@@ -263,26 +269,37 @@ final class RecoveryRun {
     func place(_ cell: SalvageCell, in table: SalvageTable, owners: inout PageOwners, attached: Bool = false) throws {
         let payload = payloads.payload(cell.cell, page: cell.bytes, tree: table.id, owners: &owners)
         let rowid: Int64? = table.withoutRowid ? nil : cell.cell.rowid
-        guard record.parse(payload) else {
-            unreadableCells += 1
-            table.damaged = true
-            walker.noteDamage(cell.page, "a cell whose record does not parse")
-            return
+        // A record whose header does not describe its payload is still read
+        // as far as it goes (as the recover extension reads it), and kept in
+        // lost_and_found: its rowid and first fields are usually right.
+        record.parse(payload, damaged: true)
+        var trust = cell.trust
+        if record.damage != nil, provesPayloadSize(cell, payload) {
+            // The cell's payload size was what the damage hit: the record,
+            // whole and well formed, is read at the size its header gives.
+            walker.noteDamage(cell.page, "cell \(cell.index): its payload size is damaged")
+            if trust == .sound { trust = .salvaged }
         }
         var reason: String?
-        if !record.isComplete {
+        if let damage = record.damage {
+            damagedRecords += 1
+            walker.noteDamage(cell.page, "a cell whose record is damaged")
+            reason = "its record is damaged: \(damage)"
+        } else if !record.isComplete {
             reason = payload.problem ?? "part of the row's bytes are lost"
             walker.noteDamage(cell.page, "cell \(cell.index): \(reason ?? "")")
         } else if record.count > table.storedFieldCount {
             reason = "more fields than the table has columns"
         } else {
-            switch cell.trust {
+            switch trust {
             case .sound:
                 break
             case .salvaged:
                 if !table.accepts(record) { reason = "on a damaged page, and does not fit the table's columns" }
             case .doubtful:
                 reason = "out of key order or range on a damaged page"
+            case .stray:
+                reason = "read from past the cell pointer array of a damaged page"
             }
         }
         if attached && reason == nil && !table.accepts(record) { reason = "does not fit the table's columns" }
@@ -298,6 +315,33 @@ final class RecoveryRun {
         table.lostRows += 1
         table.damaged = true
         try lost.add(root: table.root, page: cell.page, cell: cell.index, rowid: rowid, record: record, reason: reason ?? "")
+    }
+
+    /// True when the damaged record just parsed (`record`) is whole and well
+    /// formed at the size its header describes, and `cell`'s page proves
+    /// that size right (at that size the cell ends exactly where the next
+    /// cell, a freeblock or the page's end begins, so its own payload size,
+    /// which differs, is what the damage hit): then `record` is parsed again
+    /// at that size. The shell's `.recover` trusts the header in every case;
+    /// a cell the page does not prove stays in lost_and_found (`record` is
+    /// then left as `payload` gave it).
+    private func provesPayloadSize(_ cell: SalvageCell, _ payload: SalvagedPayload) -> Bool {
+        guard let size = record.describedSize, size > 0, size != cell.cell.payloadSize,
+              cell.cell.localSize == cell.cell.payloadSize else { return false }
+        let usable = file.usable
+        let isTable = cell.bytes.load(fromByteOffset: cell.page == 1 ? 100 : 0, as: UInt8.self) == BTreePage.tableLeaf
+        guard BTreePage.localSize(payload: size, usable: usable, table: isTable) == size,
+              cell.cell.localStart + size <= usable else { return false }
+        // Cells never overlap: the cell ends where the next one (or a
+        // freeblock, or the page's end) begins.
+        let ends = SalvagePage.cellEnds(cell.bytes, usable: usable, number: cell.page)
+        guard let next = ends.filter({ $0 > cell.cell.localStart }).min(), next == cell.cell.localStart + size else {
+            return false
+        }
+        let repaired = SalvagedPayload(bytes: cell.bytes + cell.cell.localStart, available: size, size: size)
+        if record.parse(repaired) { return true }
+        record.parse(payload, damaged: true)
+        return false
     }
 
     /// Walks every index b-tree, so that its pages (and overflow pages) are
@@ -396,7 +440,7 @@ final class RecoveryRun {
             source: request.source, output: request.output, pageSize: file.pageSize, pageCount: Int(file.pageCount),
             encoding: file.encoding.rawValue, walPages: file.wal?.frames.count ?? 0, tables: results,
             lostAndFoundTable: lost.name, lostAndFoundRows: lost.rows, damagedPages: damaged,
-            unreadableCells: unreadableCells, orphanPages: orphanPages, unaccountedPages: unaccountedPages,
+            unreadableCells: unreadableCells, damagedRecords: damagedRecords, orphanPages: orphanPages, unaccountedPages: unaccountedPages,
             rtrees: rtreeResults.sorted { sqlNameKey($0.name).lexicographicallyPrecedes(sqlNameKey($1.name)) },
             freelistPages: freelistPages, freelistRowsIgnored: freelistRowsIgnored, schemaDamaged: schemaDamaged,
             objectsNotRecreated: failures, problems: problems, sound: sound, copiesRefused: copiesRefused)

@@ -2,7 +2,8 @@
 // order): per table the rows copied, the rows sent to lost_and_found, the
 // pages read and found damaged; for the file the damaged pages, pages no
 // b-tree reached, the freelist, schema objects that could not be made again,
-// and whether the source was sound and copied whole (exit 0) or not (exit 1).
+// foreign keys the salvage left without their parent rows, and whether the
+// source was sound and copied whole (exit 0) or not (exit 1).
 
 /// The outcome of `Recovery.run`.
 public struct RecoveryReport: Sendable {
@@ -43,6 +44,22 @@ public struct RecoveryReport: Sendable {
         public var problem: String?
     }
 
+    /// Rows of one foreign key of the new database whose parent row is
+    /// missing (lost with a damaged page), as PRAGMA foreign_key_check
+    /// reports them: `check` on the new database fails on them.
+    public struct ForeignKeyOrphans: Sendable {
+        /// The child table.
+        public var table: String
+        /// The foreign key's columns in `table`.
+        public var columns: [String]
+        /// The parent table.
+        public var parent: String
+        /// The parent's columns the key names (empty: its primary key).
+        public var parentColumns: [String]
+        /// Rows of `table` whose parent row is missing.
+        public var rows: Int
+    }
+
     /// A schema object that could not be made in the new database.
     public struct ObjectFailure: Sendable {
         public var type: String
@@ -68,8 +85,13 @@ public struct RecoveryReport: Sendable {
 
     /// Pages found damaged (unreadable, malformed, or in the wrong place), in order.
     public var damagedPages: [DamagedPage]
-    /// Cells that could not be read as a record at all.
+    /// Cells that could not be read as a record at all, and are lost (a
+    /// sqlite_schema cell that is no schema row).
     public var unreadableCells: Int
+    /// Cells whose record is damaged (its header does not describe its
+    /// payload): kept in lost_and_found with the fields that could be read,
+    /// as the recover extension reads them.
+    public var damagedRecords: Int
     /// B-tree pages no b-tree reached (not counting the freelist's).
     public var orphanPages: Int
     /// Pages nothing accounts for that are no b-tree page (lost overflow pages, zeroed or garbled pages).
@@ -81,6 +103,11 @@ public struct RecoveryReport: Sendable {
     public var freelistRowsIgnored: Int
     public var schemaDamaged: Bool
     public var objectsNotRecreated: [ObjectFailure]
+    /// Foreign keys with rows whose parent row the salvage lost (by child
+    /// table, then key). Looked for only when the source was damaged: a
+    /// sound source's rows are all copied, so OUT has the source's orphans,
+    /// if any, and no others.
+    public var foreignKeyOrphans: [ForeignKeyOrphans] = []
     /// What was wrong with the file itself (header, freelist, -wal, size).
     public var problems: [String]
     /// The source was sound and every row was copied.
@@ -133,6 +160,7 @@ public struct RecoveryReport: Sendable {
             })),
             ("damaged_pages", .array(damagedPages.map { .object([("page", .integer(Int64($0.page))), ("problem", .string($0.problem))]) })),
             ("unreadable_cells", .integer(Int64(unreadableCells))),
+            ("damaged_records", .integer(Int64(damagedRecords))),
             ("orphan_pages", .integer(Int64(orphanPages))),
             ("unaccounted_pages", .integer(Int64(unaccountedPages))),
             ("freelist_pages", .integer(Int64(freelistPages))),
@@ -140,6 +168,15 @@ public struct RecoveryReport: Sendable {
             ("schema_damaged", .bool(schemaDamaged)),
             ("objects_not_recreated", .array(objectsNotRecreated.map { failure in
                 .object([("type", .string(failure.type)), ("name", .string(failure.name)), ("message", .string(failure.message))])
+            })),
+            ("foreign_key_orphans", .array(foreignKeyOrphans.map { orphans in
+                .object([
+                    ("table", .string(orphans.table)),
+                    ("columns", .array(orphans.columns.map { .string($0) })),
+                    ("parent", .string(orphans.parent)),
+                    ("parent_columns", .array(orphans.parentColumns.map { .string($0) })),
+                    ("rows", .integer(Int64(orphans.rows))),
+                ])
             })),
             ("problems", .array(problems.map { .string($0) })),
         ])
@@ -165,6 +202,9 @@ public struct RecoveryReport: Sendable {
         if orphanPages > 0 { lines.append("  \(orphanPages) pages no b-tree reached any more were read") }
         if unaccountedPages > 0 { lines.append("  \(unaccountedPages) pages hold nothing readable (lost overflow pages, zeroed or garbled pages)") }
         if unreadableCells > 0 { lines.append("  \(unreadableCells) cells could not be read and are lost") }
+        if damagedRecords > 0 {
+            lines.append("  \(damagedRecords) rows whose record is damaged were kept in lost_and_found, as far as they could be read")
+        }
         if freelistRowsIgnored > 0 {
             lines.append("  \(freelistRowsIgnored) rows on free pages (deleted rows) were not taken back")
         }
@@ -187,6 +227,14 @@ public struct RecoveryReport: Sendable {
         }
         for failure in objectsNotRecreated {
             lines.append("  not recreated: \(failure.type) \(failure.name): \(failure.message)")
+        }
+        if !foreignKeyOrphans.isEmpty {
+            let total = foreignKeyOrphans.reduce(0) { $0 + $1.rows }
+            lines.append("  \(total) rows refer to a parent row that was lost (foreign_key_check, and so check, fails on them):")
+            for orphans in foreignKeyOrphans {
+                let parentColumns = orphans.parentColumns.isEmpty ? "" : "(\(orphans.parentColumns.joined(separator: ", ")))"
+                lines.append("    \(orphans.table)(\(orphans.columns.joined(separator: ", "))) -> \(orphans.parent)\(parentColumns): \(orphans.rows) rows")
+            }
         }
         return lines
     }

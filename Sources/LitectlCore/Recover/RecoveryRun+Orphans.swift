@@ -50,7 +50,7 @@ extension RecoveryRun {
             }
             var children: [UInt32] = []
             if !read.isLeaf {
-                children = read.cells.map { $0.cell.leftChild } + [read.page.rightChild]
+                children = read.cells.filter { $0.index < read.suspectFrom }.map { $0.cell.leftChild } + [read.page.rightChild]
                 children = children.filter { $0 >= 2 && $0 <= file.pageCount && $0 != page }
             }
             pages[page] = UnreachedPage(table: table, leaf: read.isLeaf, free: role == .freeLeaf, children: children)
@@ -113,13 +113,20 @@ extension RecoveryRun {
         var inRange = Array(repeating: 0, count: candidates.count)
         var rows = 0
         var widest = 0
+        // Cells whose record is damaged or that are stray (read from past a
+        // page's cell pointer array): kept in lost_and_found, but no evidence
+        // of which table the group is.
+        var unplaceable = 0
         for number in members {
             guard file.copy(number, into: buffer),
                   let read = SalvagePage.read(buffer, pageSize: file.pageSize, usable: file.usable, number: number,
                                               table: isTable, repair: false) else { continue }
             for item in read.cells {
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: -1, owners: &owners, claim: .peek)
-                guard record.parse(payload) else { continue }
+                guard item.index < read.suspectFrom, record.parse(payload) else {
+                    unplaceable += 1
+                    continue
+                }
                 rows += 1
                 widest = max(widest, record.count)
                 for (k, table) in candidates.enumerated() where table.accepts(record) {
@@ -129,12 +136,12 @@ extension RecoveryRun {
                 }
             }
         }
-        guard rows > 0 else { return }
+        guard rows + unplaceable > 0 else { return }
 
         var target: SalvageTable?
         if let tree, let linked = tables[tree], linked.withoutRowid != isTable {
             target = linked
-        } else {
+        } else if rows > 0 {
             var fits = candidates.indices.filter { accepted[$0] == rows && candidates[$0].damaged }
             if allFree { fits = fits.filter { !isTable || inRange[$0] == rows } }
             if fits.count > 1 && isTable {
@@ -149,10 +156,10 @@ extension RecoveryRun {
         }
         if target == nil {
             if allFree {
-                freelistRowsIgnored += rows
+                freelistRowsIgnored += rows + unplaceable
                 return
             }
-            if isTable && schemaDamaged && widest <= SalvagedRecord.maxColumns {
+            if isTable && schemaDamaged && rows > 0 && widest <= SalvagedRecord.maxColumns {
                 target = try genericTable(top: top, width: max(widest, 1))
             } else if !isTable && !schemaDamaged && !tables.values.contains(where: { $0.withoutRowid && $0.damaged }) {
                 // Pages of a damaged index: indexes are made again from their tables.
@@ -175,18 +182,23 @@ extension RecoveryRun {
             }
             for item in read.cells {
                 let cell = SalvageCell(page: number, index: item.index, cell: item.cell, bytes: UnsafeRawPointer(buffer),
-                                       trust: .salvaged)
+                                       trust: item.index < read.suspectFrom ? .salvaged : .stray)
                 if let target {
                     try place(cell, in: target, owners: &owners, attached: true)
                     continue
                 }
                 let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: overflowOwner, owners: &owners)
-                guard record.parse(payload) else {
-                    unreadableCells += 1
-                    continue
+                record.parse(payload, damaged: true)
+                var reason = "on a page no b-tree reaches, and fits no known table"
+                if cell.trust == .stray {
+                    reason = "on a page no b-tree reaches, read from past its cell pointer array"
+                }
+                if let damage = record.damage {
+                    damagedRecords += 1
+                    reason = "on a page no b-tree reaches; its record is damaged: \(damage)"
                 }
                 try lost.add(root: top, page: number, cell: item.index, rowid: isTable ? item.cell.rowid : nil, record: record,
-                             reason: "on a page no b-tree reaches, and fits no known table")
+                             reason: reason)
             }
         }
         payloads.trim()

@@ -17,6 +17,13 @@ enum CellTrust {
     case salvaged
     /// Parsed, but out of bounds or out of order: not placed in the table.
     case doubtful
+    /// Read from past where the page's content area says its cell pointer
+    /// array ends (a stale pointer, or cell bytes read as one; see
+    /// SalvagePage.suspectFrom): kept in lost_and_found, never placed.
+    case stray
+
+    /// Placed in its table (when its values fit).
+    var placeable: Bool { self == .sound || self == .salvaged }
 }
 
 /// One cell handed to the caller of a walk.
@@ -115,7 +122,8 @@ final class TreeSalvage {
         var children: [(page: UInt32, low: Int64?, high: Int64?, entry: Int?)] = []
         var previous = low
         var ordered = true
-        for (position, item) in page.cells.enumerated() {
+        // Cells past the pointer array (SalvagePage.suspectFrom) name no child to follow.
+        for (position, item) in page.cells.enumerated() where item.index < page.suspectFrom {
             let key: Int64? = table ? item.cell.rowid : nil
             if let key {
                 if let previous, key <= previous { ordered = false }
@@ -174,15 +182,23 @@ final class TreeSalvage {
                       owners: inout PageOwners, outcome: inout Outcome,
                       _ body: (SalvageCell, inout PageOwners) throws -> Void) rethrows {
         var trust = Array(repeating: page.sound ? CellTrust.sound : .salvaged, count: page.cells.count)
+        // Cells read from past the pointer array are kept, never trusted.
+        var considered = page.cells.count
+        if page.suspectFrom != Int.max {
+            for (i, item) in page.cells.enumerated() where item.index >= page.suspectFrom {
+                trust[i] = .stray
+                considered -= 1
+            }
+        }
         if table {
             // Rowids must lie within the parent's bounds and ascend.
             var outside = 0
-            for (i, item) in page.cells.enumerated() {
+            for (i, item) in page.cells.enumerated() where trust[i] != .stray {
                 let rowid = item.cell.rowid
                 if let low, rowid <= low { trust[i] = .doubtful; outside += 1 }
                 if let high, rowid > high { trust[i] = .doubtful; outside += 1 }
             }
-            if !page.cells.isEmpty && outside * 2 > page.cells.count {
+            if considered > 0 && outside * 2 > considered {
                 // Mostly someone else's rows: a wrong child pointer led here.
                 owners.release(page.number)
                 noteDamage(page.number, "its rows lie outside the key range its parent gives it")
@@ -191,12 +207,12 @@ final class TreeSalvage {
                 return
             }
             let ascending = TreeSalvage.ascendingRun(page.cells.map { $0.cell.rowid }, trust)
-            for i in page.cells.indices where trust[i] != .doubtful && !ascending[i] { trust[i] = .doubtful }
-            if trust.contains(where: { $0 == .doubtful }) && page.sound {
+            for i in page.cells.indices where trust[i].placeable && !ascending[i] { trust[i] = .doubtful }
+            if trust.contains(where: { !$0.placeable }) && page.sound {
                 for i in trust.indices where trust[i] == .sound { trust[i] = .salvaged }
             }
         }
-        let damaged = !page.sound || trust.contains { $0 == .doubtful }
+        let damaged = !page.sound || trust.contains { !$0.placeable }
         if damaged {
             noteDamage(page.number, page.problem ?? "rows out of key order or outside the page's key range")
             outcome.damagedPages += 1
@@ -209,10 +225,10 @@ final class TreeSalvage {
     }
 
     /// Which keys belong to the longest strictly ascending run (among those
-    /// not already doubtful): the others are out of place.
+    /// not already doubtful or stray): the others are out of place.
     static func ascendingRun(_ keys: [Int64], _ trust: [CellTrust]) -> [Bool] {
         // Longest strictly increasing subsequence, O(n log n).
-        let indices = keys.indices.filter { trust[$0] != .doubtful }
+        let indices = keys.indices.filter { trust[$0].placeable }
         var tails: [Int] = []          // index into `indices` of the smallest tail of each length
         var previous = Array(repeating: -1, count: indices.count)
         for (k, i) in indices.enumerated() {

@@ -33,21 +33,25 @@ struct Recover: ParsableCommand {
             parses is left out. \
             A row that cannot be placed in its table (on a page no b-tree reaches that \
             fits no table, out of place on a damaged page, refused by a constraint of \
-            the new schema, or with a value lost to a broken overflow chain) goes to \
-            the table lost_and_found (rootpgno, pgno, cell, nfield, id, reason, c0, \
-            ...). Free pages are read for rows a damaged table lost to a corrupt \
-            freelist; other rows on free pages are deleted rows and are left out \
-            (--no-freelist ignores free pages altogether).
+            the new schema, with a value lost to a broken overflow chain, or whose \
+            record is damaged, read as far as it goes) goes to the table \
+            lost_and_found (rootpgno, pgno, cell, nfield, id, reason, c0, ...). Free \
+            pages are read for rows a damaged table lost to a corrupt freelist; other \
+            rows on free pages are deleted rows and are left out (--no-freelist \
+            ignores free pages altogether).
 
             The report (on stdout; --json for one compact JSON object, -q for none) gives per table the rows \
             recovered, rows sent to lost_and_found, pages read and pages damaged, and \
-            for the file the damaged pages and what was wrong. A progress bar is drawn \
-            on stderr when it is a terminal.
+            for the file the damaged pages and what was wrong; and per foreign key the \
+            rows left without their parent row (it was on a lost page), which \
+            PRAGMA foreign_key_check, and so check, finds in OUT. A progress bar is \
+            drawn on stderr when it is a terminal.
 
             Exit status: 0 the source was sound and every row was copied; 1 something \
-            was damaged or lost (OUT holds what could be recovered); 2 nothing could be \
-            done (DAMAGED missing or no database, OUT not writable or existing), and no \
-            OUT is written.
+            was damaged or lost (OUT holds what could be recovered, and may hold rows \
+            whose parent row was lost: the report lists them); 2 nothing could be done \
+            (DAMAGED missing or no database, OUT not writable or existing), and no OUT \
+            is written.
             """)
 
     @Argument(help: ArgumentHelp("The damaged database (read only).", valueName: "damaged"))
