@@ -82,8 +82,36 @@ import TestSupport
         // The metrics file is a file the run writes too.
         let metrics = try litectl("backup", "--metrics-file", db, db, folder.file("out"))
         #expect(metrics.status == 2 && metrics.stderr.contains("is a database being backed up itself"), "\(metrics.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.file("out")), "refused before anything is backed up")
+        // The manifest goes beside the backup: never over the source, nor over a file already there without --force.
+        let named = folder.file("b")
+        try FileManager.default.copyItem(atPath: db, toPath: named + ".json")
+        let json = try FileFingerprint(named + ".json")
+        expectRefused(try litectl("backup", "--force", named + ".json", named), named + ".json", "the database being backed up")
+        let existing = try litectl("backup", db, named)
+        #expect(existing.status == 2 && existing.stderr == "litectl: \(named).json: already exists, and the backup's manifest goes there (use --force to replace it)\n",
+                "\(existing.stderr)")
+        #expect(try FileFingerprint(named + ".json") == json && !FileManager.default.fileExists(atPath: named))
+        try FileManager.default.removeItem(atPath: named + ".json")
         #expect(try FileFingerprint(db) == before)
         #expect(try noLeftovers(folder))
+    }
+
+    /// A repository's key file is an input too: neither the metrics file of a
+    /// backup nor a restore's target may replace it (every snapshot would be lost).
+    @Test func theKeyFileIsNeverWrittenOver() throws {
+        let folder = try TemporaryFolder("hostile-keyfile")
+        let db = folder.file("a.db"), repo = folder.file("repo"), key = folder.file("repo.key")
+        try makeShop(db)
+        #expect(try litectl("repo", "init", repo, "--key-file", key).status == 0)
+        let keyBefore = try FileFingerprint(key)
+        let metrics = try litectl("backup", db, "--repo", repo, "--key-file", key, "--metrics-file", key)
+        expectRefused(metrics, key, "a key, passphrase or config file the run reads")
+        #expect(try litectl("backup", db, "--repo", repo, "--key-file", key).status == 0)
+        let restore = try litectl("restore", "--repo", repo, "--key-file", key, "latest", "--force", "--no-keep", key)
+        expectRefused(restore, key, "the repository's key or passphrase file")
+        #expect(try FileFingerprint(key) == keyBefore)
+        #expect(try litectl("verify", "--repo", repo, "--key-file", key, "--read-data").status == 0)
     }
 
     @Test func restoreNeverWritesOverItsBackup() throws {
@@ -391,6 +419,11 @@ import TestSupport
         // A value that is not UTF-8 shows its bytes.
         let table2 = try litectl("query", db, "SELECT \"col\u{1B}[2J\" AS v FROM \(quoted) WHERE id = 2", "--format", "table")
         #expect(table2.stdout.contains("\\xff\\x1b[2J"), "\(table2.stdout.debugDescription)")
+        // A zero-width space makes "users\u{200B}" print as "users": it shows.
+        let spoof = folder.file("spoof.db")
+        try makeDatabase(spoof, "CREATE TABLE users(a); CREATE TABLE \"users\u{200B}\"(a); CREATE TABLE \"u\u{FEFF}sers\"(a);")
+        let listed = try litectl("tables", spoof, "--format", "table")
+        #expect(listed.stdout.contains("users\\u{200B}") && listed.stdout.contains("u\\u{FEFF}sers"), "\(listed.stdout.debugDescription)")
     }
 
     // MARK: Clear facts in errors

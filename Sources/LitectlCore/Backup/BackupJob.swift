@@ -84,8 +84,14 @@ public enum BackupJob {
             if DurableFolder.exists(finalPath) && !request.replaceExisting {
                 throw DatabaseError(code: .cantopen, message: "already exists (use --force to replace it)", path: finalPath)
             }
+            // The manifest beside it is written too: another file under that name is not ours to replace.
+            let manifest = BackupManifest.path(forBackup: finalPath)
+            if DurableFolder.exists(manifest) && !request.replaceExisting {
+                throw DatabaseError(code: .cantopen, message: "already exists, and the backup's manifest goes there (use --force to replace it)", path: manifest)
+            }
         }
         try SameFileRule.require(output: finalPath, apartFrom: [request.source], what: "the database being backed up")
+        try SameFileRule.require(output: BackupManifest.path(forBackup: finalPath), apartFrom: [request.source], what: "the database being backed up")
 
         let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
         defer { copyFile.discard() }

@@ -62,13 +62,22 @@ public enum BackupMetrics {
     }
 
     /// Writes the textfile at `path` atomically (mode 0644: node_exporter
-    /// reads it). A path that is one of the databases backed up is refused
-    /// (the same-file rule).
-    public static func write(_ metrics: [BackupMetric], to path: String) throws {
-        try SameFileRule.require(output: path, apartFrom: metrics.map(\.source), what: "a database being backed up")
+    /// reads it). A path that is one of the databases backed up, or one of
+    /// `otherInputs` (a key, passphrase or config file the run reads), is
+    /// refused (the same-file rule).
+    public static func write(_ metrics: [BackupMetric], to path: String, otherInputs: [String] = []) throws {
+        try require(path, apartFrom: metrics.map(\.source), otherInputs: otherInputs)
         var previous: String?
         if let bytes = try? FileStreams.readAll(path) { previous = String(decoding: bytes, as: UTF8.self) }
         try BackupJob.writeAtomically(Array(text(metrics, previous: previous).utf8), to: path, permissions: 0o644)
+    }
+
+    /// The same-file rule for a metrics file, before a run begins (so that a
+    /// wrong --metrics-file is refused before anything is backed up) and again
+    /// as it is written.
+    public static func require(_ path: String, apartFrom sources: [String], otherInputs: [String]) throws {
+        try SameFileRule.require(output: path, apartFrom: sources, what: "a database being backed up")
+        try SameFileRule.require(output: path, apartFrom: otherInputs, what: "a key, passphrase or config file the run reads")
     }
 
     static func escape(_ s: String) -> String {

@@ -90,6 +90,9 @@ public enum BackupRun {
     public static func run(_ request: BackupRunRequest, progress: (String, CopyProgress) -> Void = { _, _ in },
                            report: (BackupRunResult) -> Void = { _ in }) throws -> (results: [BackupRunResult], metricsError: DatabaseError?) {
         let (folder, isFolder) = try folder(of: request)
+        if let path = request.metricsFile {
+            try BackupMetrics.require(path, apartFrom: request.sources.map { BackupJob.resolvedPath($0) }, otherInputs: [])
+        }
         let lock = try FolderLock(folder: folder, timeout: request.timeout)
         defer { lock.release() }
         TemporaryFiles.removeStale(in: folder)

@@ -19,6 +19,7 @@ public final class FolderLock {
             throw DatabaseError(code: .cantopen, message: "cannot create the lock file: \(String(cString: strerror(errno)))", path: path)
         }
         let deadline = Deadline(seconds: timeout)
+        let started = Clock.now()
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let err = errno
             if err != EWOULDBLOCK && err != EINTR {
@@ -28,12 +29,17 @@ public final class FolderLock {
             if deadline.passed {
                 close(fd)
                 throw DatabaseError(code: .busy,
-                                    message: "another litectl backup is writing to this folder (gave up waiting for its lock after \(timeout) s)",
+                                    message: "another litectl backup is writing to this folder (gave up waiting for its lock after \(Self.shown(Clock.now() - started)))",
                                     path: folder)
             }
             usleep(50_000)
         }
         descriptor = fd
+    }
+
+    /// A wait as the lock messages say it: milliseconds below 0.1 s, else tenths of seconds.
+    static func shown(_ seconds: Double) -> String {
+        seconds < 0.1 ? "\(Int((seconds * 1000).rounded())) ms" : "\((seconds * 10).rounded() / 10) s"
     }
 
     public func release() {

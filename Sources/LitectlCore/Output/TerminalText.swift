@@ -90,10 +90,13 @@ public enum TerminalText {
         out += [0x5C, UInt8(ascii: "x"), digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
     }
 
-    /// C1 controls, line and paragraph separators, bidirectional controls.
+    /// C1 controls, line and paragraph separators, bidirectional controls
+    /// (with U+061C, the Arabic letter mark), and the zero-width characters
+    /// that make one name print as another (U+200B-U+200D, U+2060, U+FEFF).
     static func isInvisibleControl(_ scalar: UInt32) -> Bool {
         switch scalar {
-        case 0x80...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        case 0x80...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069,
+             0x200B...0x200D, 0x2060, 0xFEFF: true
         default: false
         }
     }

@@ -13,10 +13,12 @@ extension RecoveryRun {
     func foreignKeyOrphans() throws -> [RecoveryReport.ForeignKeyOrphans] {
         let db = out.db
         // Child table → foreign key id → (parent, its rows).
-        var counts: [String: [Int64: (parent: String, rows: Int)]] = [:]
+        // Keyed by the name's bytes: Swift's String equality would merge two
+        // tables whose names differ only in Unicode normalization.
+        var counts: [[UInt8]: [Int64: (parent: String, rows: Int)]] = [:]
         do {
             try db.prepare("PRAGMA main.foreign_key_check").forEachRow { row in
-                let table = row.string(at: 0), id = row.int64(at: 3)
+                let table = Array(row.bytes(at: 0)), id = row.int64(at: 3)
                 counts[table, default: [:]][id, default: (row.string(at: 2), 0)].rows += 1
             }
         } catch let error as DatabaseError where error.code.primary == .error {
@@ -25,16 +27,17 @@ extension RecoveryRun {
         }
         var result: [RecoveryReport.ForeignKeyOrphans] = []
         let list = try db.prepare("SELECT id, \"from\", \"to\" FROM pragma_foreign_key_list(?1, 'main') ORDER BY id, seq")
-        for table in counts.keys.sorted(by: { sqlNameKey($0).lexicographicallyPrecedes(sqlNameKey($1)) }) {
+        for tableBytes in counts.keys.sorted(by: { $0.map(asciiLower).lexicographicallyPrecedes($1.map(asciiLower)) }) {
+            let table = String(decoding: tableBytes, as: UTF8.self)
             var columns: [Int64: (from: [String], to: [String])] = [:]
             list.reset()
-            try list.bind(.text(Array(table.utf8)), at: 1)
+            try list.bind(.text(tableBytes), at: 1)
             try list.forEachRow { row in
                 let id = row.int64(at: 0)
                 columns[id, default: ([], [])].from.append(row.string(at: 1))
                 if !row.isNull(at: 2) { columns[id, default: ([], [])].to.append(row.string(at: 2)) }
             }
-            for (id, found) in counts[table, default: [:]].sorted(by: { $0.key < $1.key }) {
+            for (id, found) in counts[tableBytes, default: [:]].sorted(by: { $0.key < $1.key }) {
                 result.append(.init(table: table, columns: columns[id]?.from ?? [], parent: found.parent,
                                     parentColumns: columns[id]?.to ?? [], rows: found.rows))
             }

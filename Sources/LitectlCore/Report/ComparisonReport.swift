@@ -75,7 +75,9 @@ final class ComparisonCollector: DiffConsumer {
     static let baseColumnLimit = 30
 
     var comparison: SchemaComparison?
-    var tables: [String: TableChanges] = [:]
+    /// By name's bytes (ASCII case folded, as SQLite matches names): two
+    /// names Swift would call equal (é and e + U+0301) are two tables.
+    var tables: [[UInt8]: TableChanges] = [:]
     private var current: TableChanges?
     private var keptRows = 0
     private var keptCells = 0
@@ -132,7 +134,7 @@ final class ComparisonCollector: DiffConsumer {
         guard var table = current else { return }
         current = nil
         table.counts = counts
-        if counts.total > 0 { tables[plan.name] = table }
+        if counts.total > 0 { tables[sqlNameKey(plan.name)] = table }
     }
 
     func finish(_ summary: DiffSummary) throws {}
@@ -284,11 +286,12 @@ struct ComparisonReportPage {
 
     func note(_ table: String) -> String {
         if let comparison = collector.comparison {
-            if comparison.addedTables.contains(where: { $0.name == table }) { return "new table" }
-            if comparison.droppedTables.contains(where: { $0.name == table }) { return "table dropped" }
-            if comparison.changedTables.contains(where: { $0.b.name == table }) { return "definition changed: compared on the common columns" }
+            let key = sqlNameKey(table)
+            if comparison.addedTables.contains(where: { sqlNameKey($0.name) == key }) { return "new table" }
+            if comparison.droppedTables.contains(where: { sqlNameKey($0.name) == key }) { return "table dropped" }
+            if comparison.changedTables.contains(where: { sqlNameKey($0.b.name) == key }) { return "definition changed: compared on the common columns" }
         }
-        if let plan = collector.tables[table]?.plan {
+        if let plan = collector.tables[sqlNameKey(table)]?.plan {
             if plan.mode == .multiset { return "no primary key: compared as a multiset of rows" }
             if plan.mode == .rowid { return "matched by rowid" }
         }
@@ -297,7 +300,7 @@ struct ComparisonReportPage {
 
     mutating func rows() {
         html.markup("<section id=\"rows\"><h2>Changed rows</h2>\n")
-        let changed = changedTables.filter { collector.tables[$0.name].map { !$0.rows.isEmpty } ?? false }
+        let changed = changedTables.filter { collector.tables[sqlNameKey($0.name)].map { !$0.rows.isEmpty } ?? false }
         guard !changed.isEmpty else {
             html.markup("<p>No changed rows to show.</p></section>\n")
             return
@@ -306,7 +309,7 @@ struct ComparisonReportPage {
         let start = html.count
         var leftTables = 0
         for entry in changed {
-            guard html.count - start <= Self.rowsBudget, let table = collector.tables[entry.name] else { leftTables += 1; continue }
+            guard html.count - start <= Self.rowsBudget, let table = collector.tables[sqlNameKey(entry.name)] else { leftTables += 1; continue }
             rows(of: table)
         }
         if leftTables > 0 {

@@ -95,15 +95,15 @@ struct HTMLText {
     /// How a character that would be invisible, or would act on the text
     /// around it, is shown: C0 controls (`\n`, `\r`, `\t` as the query
     /// command's table shows them, others `\xNN`), DEL, C1 controls, and the
-    /// bidirectional marks and overrides that could make a name read as
-    /// another (`\u202E`). Nil for characters shown as they are.
+    /// bidirectional marks and overrides and the zero-width characters that
+    /// could make a name read as another (`\u202E`, `\u200B`). Nil for characters shown as they are.
     static func visibleForm(_ v: UInt32) -> String? {
         switch v {
         case 0x0A: return "\\n"
         case 0x0D: return "\\r"
         case 0x09: return "\\t"
         case 0x00..<0x20, 0x7F: return "\\x" + hex(v, digits: 2)
-        case 0x80...0x9F, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069:
+        case 0x80...0x9F, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069, 0x200B...0x200D, 0x2060, 0xFEFF:
             return "\\u" + hex(v, digits: 4)
         default: return nil
         }

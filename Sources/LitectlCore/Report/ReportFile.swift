@@ -12,8 +12,8 @@ public enum ReportFile {
     /// Writes `html` to `output`. `inputs` are the databases the report
     /// read: `output` may not be one of them or their -wal, -shm or -journal
     /// (by device and inode, so not through a link either), even with `replace`.
-    public static func write(_ html: [UInt8], to output: String, replace: Bool, inputs: [String]) throws {
-        try requireWritable(output, replace: replace, inputs: inputs)
+    public static func write(_ html: [UInt8], to output: String, replace: Bool, inputs: [String], otherInputs: [String] = []) throws {
+        try requireWritable(output, replace: replace, inputs: inputs, otherInputs: otherInputs)
         let folder = DurableFolder.parent(of: output)
         let stem = DurableFolder.baseName(of: output)
         TemporaryFiles.removeStale(in: folder, stem: stem)
@@ -29,12 +29,14 @@ public enum ReportFile {
 
     /// The checks `write` makes before anything is read or written, so that
     /// a command can fail at once instead of after a long scan: the folder
-    /// exists, `output` does not (unless `replace`) and is none of `inputs`.
-    public static func requireWritable(_ output: String, replace: Bool, inputs: [String]) throws {
+    /// exists, `output` does not (unless `replace`) and is none of `inputs`
+    /// (the databases) nor of `otherInputs` (the earlier stats of --compare).
+    public static func requireWritable(_ output: String, replace: Bool, inputs: [String], otherInputs: [String] = []) throws {
         // The database itself, or its -wal, -shm or -journal (the same-file
         // rule): replacing one of those would lose the database's last
         // transactions or corrupt it.
         try SameFileRule.require(output: output, apartFrom: inputs, what: "a database the report reads")
+        try SameFileRule.require(output: output, apartFrom: otherInputs, what: "the earlier stats the report compares with")
         let folder = DurableFolder.parent(of: output)
         guard DurableFolder.isFolder(folder) else {
             throw DatabaseError(code: .cantopen, message: "no such folder: \(folder)", path: output)

@@ -13,7 +13,7 @@ enum ReportPage {
         html.markup("<meta http-equiv=\"Content-Security-Policy\" content=\"\(policy)\">\n")
         html.markup("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
         html.markup("<meta name=\"referrer\" content=\"no-referrer\">\n<title>")
-        html.text(title)
+        html.svgText(title)  // plain: a <title> shows markup as text
         html.markup("</title>\n<style>\(style)</style>\n</head>\n<body>\n")
     }
 

@@ -122,9 +122,11 @@ struct TreemapLayout: Sendable {
 
     init(_ stats: FileStats) {
         // Tables with their b-trees, largest first.
-        var byTable: [String: [ObjectStats]] = [:]
-        for object in stats.objects where object.pages > 0 { byTable[object.table, default: []].append(object) }
-        let groups = byTable.map { (name: $0.key, objects: $0.value, pages: $0.value.reduce(0) { $0 + $1.pages }) }
+        // Grouped by the name's bytes (ASCII case folded, as SQLite matches
+        // names), never by Swift's String equality, which merges é and e + U+0301.
+        var byTable: [[UInt8]: [ObjectStats]] = [:]
+        for object in stats.objects where object.pages > 0 { byTable[sqlNameKey(object.table), default: []].append(object) }
+        let groups = byTable.map { (name: $0.value[0].table, objects: $0.value, pages: $0.value.reduce(0) { $0 + $1.pages }) }
             .sorted { $0.pages != $1.pages ? $0.pages > $1.pages : compareNames($0.name, $1.name) }
         let free = stats.freelistPages, pointerMap = stats.pointerMapPages
         let inTrees = groups.reduce(0) { $0 + $1.pages }

@@ -31,7 +31,12 @@ public struct RepoBackupSettings: Sendable {
     public var verify: VerifyLevel = .quick
     public var metricsFile: String?
     public var shrink = SourceShrinkPolicy()
+    /// The host config file the settings came from (an input: never the metrics file).
+    public var configFile: String?
     public init() {}
+
+    /// Files the run reads besides the databases: the key, passphrase and config files.
+    var otherInputs: [String] { [location.keyFile, location.passphraseFile, configFile].compactMap { $0 } }
 
     /// The settings of `config` with the command line's over them: the
     /// location's parts, `jobs`, retention (when the command line gives a
@@ -94,6 +99,9 @@ public enum RepoBackupRun {
     public static func run(_ settings: RepoBackupSettings, repository: Repository,
                            progress: @escaping @Sendable (String, RepoBackupProgress) -> Void = { _, _ in },
                            report: @escaping @Sendable (RepoBatchResult) -> Void = { _ in }) throws -> RepoBackupRunOutcome {
+        if let path = settings.metricsFile {
+            try BackupMetrics.require(path, apartFrom: settings.sources.map { BackupJob.resolvedPath($0) }, otherInputs: settings.otherInputs)
+        }
         var template = RepoBackupRequest(source: "")
         template.tags = settings.tags
         template.verify = settings.verify
@@ -122,7 +130,7 @@ public enum RepoBackupRun {
                 return BackupMetric(source: BackupJob.resolvedPath(result.source), success: false, finishedAt: nil,
                                     durationSeconds: 0, bytes: 0, verified: result.corrupt ? 0 : -1)
             }
-            do { try BackupMetrics.write(metrics, to: path) } catch { outcome.metricsError = error }
+            do { try BackupMetrics.write(metrics, to: path, otherInputs: settings.otherInputs) } catch { outcome.metricsError = error }
         }
         return outcome
     }

@@ -25,6 +25,8 @@ public struct RepoRestoreRequest: Sendable {
     /// quick_check only when the backup did not check the copy, since the
     /// file is proven to be that very copy; quick or full to run one anyway.
     public var verify: VerifyLevel?
+    /// Other files the restore reads (the key or passphrase file): never the target.
+    public var otherInputs: [String] = []
     public init(snapshot: Snapshot, target: String) { self.snapshot = snapshot; self.target = target }
 }
 
@@ -45,6 +47,7 @@ public enum RepoRestore {
         if let folder = repository.store as? FolderStore {
             try SameFileRule.require(output: request.target, outside: folder.root, what: "the repository")
         }
+        try SameFileRule.require(output: request.target, apartFrom: request.otherInputs, what: "the repository's key or passphrase file")
         let targetExists = try Restore.checkTarget(request.target, force: request.force)
         let folder = DurableFolder.parent(of: request.target)
         guard DurableFolder.isFolder(folder) else {

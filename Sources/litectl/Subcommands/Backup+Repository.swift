@@ -20,6 +20,7 @@ extension Backup {
         s.metricsFile = metricsFile
         s.shrink = shrinkPolicy()
         guard let config else { return s }
+        s.configFile = config
         return RepoBackupSettings.merging(config: try HostConfig.load(path: config), commandLine: s, jobsGiven: jobs != nil,
                                           allowEmptyGiven: allowEmpty, warnShrinkGiven: warnShrink != nil)
     }

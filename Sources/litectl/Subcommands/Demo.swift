@@ -67,6 +67,10 @@ struct Demo: ParsableCommand {
                 try command.run()
             } catch let code as ExitCode {
                 status = code.rawValue
+            } catch {
+                // Any other error (a usage error, say) is that command's status,
+                // and the output is given back before anything else is said.
+                status = Litectl.exitCode(for: error).rawValue
             }
             if saved >= 0 {
                 fflush(nil)

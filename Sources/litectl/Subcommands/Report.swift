@@ -98,7 +98,8 @@ struct Report: ParsableCommand {
         options.generator = "litectl \(LitectlVersion.string)"
         let outcome: ReportOutcome
         do {
-            try ReportFile.requireWritable(output, replace: force, inputs: databases)
+            let others = compare.map { [$0] } ?? []
+            try ReportFile.requireWritable(output, replace: force, inputs: databases, otherInputs: others)
             if let compare {
                 guard let data = FileManager.default.contents(atPath: compare) else {
                     throw DatabaseError(code: .cantopen, message: "cannot read the file", path: compare)
@@ -110,7 +111,7 @@ struct Report: ParsableCommand {
             } else {
                 outcome = try DatabaseReport.make(path: databases[0], options: options)
             }
-            try ReportFile.write(outcome.html, to: output, replace: force, inputs: databases)
+            try ReportFile.write(outcome.html, to: output, replace: force, inputs: databases, otherInputs: others)
         } catch {
             printError(describe(error))
             throw ExitStatus.error

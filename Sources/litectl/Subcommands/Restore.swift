@@ -130,6 +130,7 @@ struct Restore: ParsableCommand {
             let snapshot = try SnapshotSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
                                                        location: repo.location)
             var request = RepoRestoreRequest(snapshot: snapshot, target: target)
+            request.otherInputs = [repository.keyFile, repository.passphraseFile].compactMap { $0 }
             request.force = force
             request.keepOld = !noKeep
             request.timeout = timeout
