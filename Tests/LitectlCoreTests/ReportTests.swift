@@ -92,6 +92,22 @@ import TestSupport
         for rect in rects { #expect(max(rect.width / rect.height, rect.height / rect.width) < 1.5) }
     }
 
+    /// Two tables whose names Swift's String equality would call equal (é
+    /// precomposed, and e with a combining acute accent) are two tables to
+    /// SQLite, and two groups of the treemap.
+    @Test func namesAreComparedAsBytes() throws {
+        let folder = try TemporaryFolder("report-names")
+        let db = folder.file("n.db")
+        try makeDatabase(db, """
+            CREATE TABLE "\u{E9}"(a INTEGER PRIMARY KEY, b); CREATE INDEX i1 ON "\u{E9}"(b);
+            CREATE TABLE "e\u{301}"(a INTEGER PRIMARY KEY, b); CREATE INDEX i2 ON "e\u{301}"(b);
+            INSERT INTO "\u{E9}" VALUES (1, 'x'); INSERT INTO "e\u{301}" VALUES (1, 'y');
+            """)
+        let names = TreemapLayout(try FileStats.read(path: db)).tables.map(\.name).filter { $0 != "sqlite_schema" }
+        #expect(names.count == 2, "\(names)")
+        #expect(Set(names.map { Array($0.utf8) }) == [Array("\u{E9}".utf8), Array("e\u{301}".utf8)])
+    }
+
     @Test func smallTablesGoIntoOthersAndEveryPageIsDrawn() throws {
         let folder = try TemporaryFolder("report-treemap")
         let db = folder.file("many.db")
