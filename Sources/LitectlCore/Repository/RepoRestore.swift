@@ -25,6 +25,11 @@ public struct RepoRestoreRequest: Sendable {
     /// quick_check only when the backup did not check the copy, since the
     /// file is proven to be that very copy; quick or full to run one anyway.
     public var verify: VerifyLevel?
+    /// The page ids to restore instead of the snapshot's list: a state of a
+    /// chain of `litectl replicate` (Replica/ReplicaRestore.swift), which
+    /// `snapshot` then describes (its page size and count, and the ids'
+    /// `pages_sha256`).
+    public var pageIDs: [PageID]?
     public init(snapshot: Snapshot, target: String) { self.snapshot = snapshot; self.target = target }
 }
 
@@ -60,9 +65,12 @@ public enum RepoRestore {
         // logical hash, and each page's pack to name it should the file differ.
         let (fetched, ids, packs) = try { () throws -> (Int64, [PageID], PagePacks) in
             let index = try repository.loadIndex()
-            let positions = try repository.pagePositions(of: snapshot, index: index) { n, id in
+            func missing(_ n: Int, _ id: PageID) throws -> UInt32 {
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
             }
+            let positions = try request.pageIDs.map { ids in
+                try ids.enumerated().map { n, id in try index.position(of: id).map { UInt32($0) } ?? missing(n, id) }
+            } ?? repository.pagePositions(of: snapshot, index: index, missing: missing)
             let fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
                                          into: file, progress: progress)
             return (fetched, positions.map { index.entries[Int($0)].id },
@@ -75,7 +83,9 @@ public enum RepoRestore {
         // file too damaged to hash is named by the proof first.)
         let cacheFile = RowSumCache.location(repository: repository.id, host: snapshot.hostname, path: snapshot.path)
         let ((logical, ()), (proof, facts)) = try Concurrently.run({ () throws -> (Result<LogicalHash, any Error>, Void) in
-            try Concurrently.run({ Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
+            // (A state of a replicated chain records no logical hash: nothing to sum.)
+            try Concurrently.run({ snapshot.logicalHash.isEmpty ? .success(LogicalHash(digest: "", reused: 0, decoded: 0))
+                                       : Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
                                  { try file.sync() })
         }, { () throws -> (Proof, CopyFacts?) in
             let proof = try prove(file.path, snapshot: snapshot, ids: ids, packs: packs, repository: repository)

@@ -7,10 +7,11 @@ import Crypto
 
 public final class Repository: @unchecked Sendable {
     public static let format = "litectl-repository"
-    /// The version `repo init` creates; repositories of versions 1 and 2 are
-    /// still read and written, each as its own version.
-    public static let version = 3
-    static let supportedVersions = 1...3
+    /// The version `repo init` creates; repositories of versions 1 to 3 are
+    /// still read and written, each as its own version (`repo upgrade` makes
+    /// a version-3 repository version 4, which `replicate` needs).
+    public static let version = 4
+    static let supportedVersions = 1...4
     /// Packs are closed once they reach this size (the last one of a run is
     /// smaller): 4 MiB keeps a backup's memory flat (one pack is filled at a
     /// time) and prune's unit small, at one S3 request per 4 MiB.
@@ -25,12 +26,15 @@ public final class Repository: @unchecked Sendable {
     public let store: ObjectStore
     public let id: String
     public let encrypted: Bool
-    /// The format version of this repository (1, 2 or 3).
+    /// The format version of this repository (1 to 4).
     public let version: Int
     /// Whether its snapshots record the SHA-256 of their page ids (version 3)
     /// rather than of the database file: a backup then hashes each page once,
     /// not the file as well.
     var recordsPagesDigest: Bool { version >= 3 }
+    /// Whether it may hold segments (version 4): older litectl refuse it,
+    /// so that none prunes the pages only segments use.
+    public var holdsSegments: Bool { version >= 4 }
     let keys: RepoKeys
     /// Target pack size; LITECTL_PACK_SIZE overrides it (tests make many small packs).
     public var packSize: Int
@@ -139,6 +143,16 @@ public final class Repository: @unchecked Sendable {
 
     /// The index: every index object, merged into one table sorted by page id.
     public func loadIndex() throws -> RepoIndex {
+        // An index object removed between the listing and its reading (prune,
+        // or replicate gathering its own into one, writes the replacement
+        // first): the listing is read again.
+        for attempt in 1...3 {
+            do { return try loadIndexOnce() } catch let error as StoreError where error.kind == .notFound && attempt < 3 {}
+        }
+        return try loadIndexOnce()
+    }
+
+    private func loadIndexOnce() throws -> RepoIndex {
         var index = RepoIndex()
         let objects = try store.list(prefix: "index/")
         // Page ids do not compress, so an object holds at most about one page per

@@ -1,0 +1,190 @@
+// `litectl replicate DB... --repo URL`: follow databases into a repository
+// until SIGTERM or SIGINT, a segment every --interval (LitectlCore's Replicator).
+import ArgumentParser
+import Dispatch
+import Foundation
+import LitectlCore
+
+struct Replicate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow WAL databases into a repository, so that any moment can be restored.",
+        discussion: """
+            A foreground process (for systemd: scripts/litectl-replicate.service). For each \
+            database it holds a read mark (a read transaction on a read-only connection, \
+            taken again at every look so that the application's checkpoints proceed), reads \
+            the commits from the -wal (checksums and salts checked, up to the last commit \
+            frame), and records each look that finds commits as one state: the pages they \
+            changed, the -wal position and the time. Every --interval the states go to the \
+            repository as a segment (their new pages in packs, deduplicated and compressed \
+            as backups' are); every --fold-interval (and on SIGUSR1) a full snapshot starts a \
+            new chain so that restores stay quick. `litectl restore --repo URL latest --db \
+            NAME --at TIME TARGET` then lands on the last state observed at or before TIME, \
+            checked end to end; `litectl snapshots` lists the range of times each database \
+            can be restored to.
+
+            It never writes to the databases: no helper table, no checkpoint. When it finds \
+            frames it missed (the -wal restarted while it was not running), it compares the \
+            whole database with the last state, page by page, and records the difference: \
+            never a gap. Killed at any moment, it resumes from the repository's record with \
+            no gap and no duplicate. On SIGTERM or SIGINT it ships what is committed and \
+            exits 0 (2 when the repository could not take it within --stop-timeout). Object \
+            store failures are retried with backoff while the read mark is kept. Databases \
+            in rollback-journal mode are refused (switch them with PRAGMA journal_mode=wal, \
+            or back them up with backup --repo). The repository must be format version 4 \
+            (`litectl repo upgrade URL` upgrades a version-3 one).
+
+            --config FILE takes the databases, repository and settings from the TOML of \
+            backup --config (jobs, verify, timeout and [keep] do not apply). -v reports \
+            each segment on stderr (problems and resyncs are always reported); --json prints \
+            every event as one JSON object per line on stdout. --metrics-file writes a \
+            Prometheus textfile every interval: litectl_replicate_lag_seconds, \
+            litectl_replicate_last_shipped_commit_timestamp_seconds, \
+            litectl_replicate_shipped_bytes_total, litectl_replicate_shipped_states_total, \
+            litectl_replicate_errors_total, litectl_replicate_resyncs_total. docs/replicate.md \
+            says how it stays correct.
+            """)
+
+    @Argument(help: ArgumentHelp("WAL databases to follow.", valueName: "db"))
+    var paths: [String] = []
+
+    @OptionGroup(title: "Repository") var repository: RepoOptions
+
+    @Option(help: ArgumentHelp("Read the databases, repository and settings from this TOML file (the format of backup --config).", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Seconds between segments shipped.", valueName: "seconds"))
+    var interval: Double = 1
+
+    @Option(help: ArgumentHelp("Seconds between looks at each -wal: the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark.", valueName: "seconds"))
+    var pollInterval: Double = 0.1
+
+    @Option(help: ArgumentHelp("Seconds between full snapshots that start a new chain (0: only on SIGUSR1).", valueName: "seconds"))
+    var foldInterval: Double = 3600
+
+    @Option(help: ArgumentHelp("Tag the snapshots it writes (repeatable).", valueName: "tag"))
+    var tag: [String] = []
+
+    @Option(help: ArgumentHelp("Write a Prometheus textfile here every interval.", valueName: "path"))
+    var metricsFile: String?
+
+    @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
+    var stopTimeout: Double = 60
+
+    @Flag(name: .shortAndLong, help: "Report each segment shipped on stderr.")
+    var verbose = false
+
+    @Flag(help: "Print every event as a JSON object on stdout, one per line.")
+    var json = false
+
+    func validate() throws {
+        if config == nil && paths.isEmpty { throw ValidationError("Give the databases to follow, or --config FILE.") }
+        if config != nil && !paths.isEmpty { throw ValidationError("Give databases or --config, not both.") }
+        if config == nil && !repository.isGiven { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
+        guard interval > 0, pollInterval > 0, pollInterval <= interval else {
+            throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
+        }
+        guard foldInterval >= 0, stopTimeout >= 0 else { throw ValidationError("--fold-interval and --stop-timeout must be 0 or more.") }
+    }
+
+    func run() throws {
+        var options = repository
+        var sources = paths
+        var settings = ReplicateOptions()
+        settings.interval = interval
+        settings.poll = pollInterval
+        settings.foldInterval = foldInterval
+        settings.tags = tag
+        settings.metricsFile = metricsFile
+        settings.stopTimeout = stopTimeout
+        let replicator: Replicator
+        do {
+            if let config {
+                let host = try HostConfig.load(path: config)
+                options.repo = host.repository
+                options.endpoint = options.endpoint ?? host.endpoint
+                options.region = options.region ?? host.region
+                options.profile = options.profile ?? host.profile
+                options.keyFile = options.keyFile ?? host.keyFile
+                options.passphraseFile = options.passphraseFile ?? host.passphraseFile
+                let expanded = host.expandDatabases()
+                sources = expanded.paths
+                for pattern in expanded.unmatched { printError("\(config): \(pattern): no database matches") }
+                settings.tags = host.tags + tag
+                settings.metricsFile = metricsFile ?? host.metricsFile
+                if sources.isEmpty { throw StoreError(.other, location: config, message: "no database to follow") }
+            }
+            let repo = try options.open()
+            let verbose = self.verbose, json = self.json
+            replicator = Replicator(sources: sources, repository: repo, options: settings) { event in
+                Self.report(event, verbose: verbose, json: json)
+            }
+        } catch {
+            throw fail(error)
+        }
+        // SIGTERM and SIGINT ask for a clean stop; SIGUSR1 for a fold.
+        let queue = DispatchQueue(label: "litectl-signals")
+        var sources_: [DispatchSourceSignal] = []
+        for (signal, action) in [(SIGTERM, { replicator.stop() }), (SIGINT, { replicator.stop() }), (SIGUSR1, { replicator.foldNow() })] {
+            Foundation.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
+            source.setEventHandler(handler: action)
+            source.resume()
+            sources_.append(source)
+        }
+        let complete: Bool
+        do { complete = try replicator.run() } catch { throw fail(error) }
+        withExtendedLifetime(sources_) {}
+        if !complete { throw ExitStatus.error }
+    }
+
+    /// One event: problems, resyncs, starts and ends on stderr; segments with -v; everything as JSON with --json.
+    static func report(_ event: ReplicateEvent, verbose: Bool, json: Bool) {
+        if json {
+            printOut(eventJSON(event).compact)
+            return
+        }
+        switch event {
+        case .started(let db, let chain, let state, let how):
+            if verbose { printError("\(db): \(how), chain \(chain.prefix(8)) at state \(state)") }
+        case .resync(let db, let reason):
+            printError("\(db): resync (every page compared with the last state): \(reason)")
+        case .shipped(let s):
+            guard verbose, let last = s.states.last else { return }
+            printError("\(s.database): shipped states \(s.states[0].number)...\(last.number) of chain \(s.chain.prefix(8)) (\(human(s.bytes))), observed until \(Timestamp.iso8601(last.observed)), lag \(String(format: "%.2f", s.durable - s.states[0].observed)) s")
+        case .snapshot(let db, let id, let kind):
+            if verbose { printError("\(db): \(kind) snapshot \(id.prefix(8))") }
+        case .problem(let db, let message, let retrying):
+            printError("\(db): \(message)")
+        case .stopped(let db, let complete):
+            if !complete { printError("\(db): stopped with states not shipped") } else if verbose { printError("\(db): stopped, everything shipped") }
+        }
+    }
+
+    static func eventJSON(_ event: ReplicateEvent) -> JSON {
+        switch event {
+        case .started(let db, let chain, let state, let how):
+            return .object([("event", .string("started")), ("database", .string(db)), ("chain", .string(chain)),
+                            ("state", .integer(Int64(state))), ("how", .string(how))])
+        case .resync(let db, let reason):
+            return .object([("event", .string("resync")), ("database", .string(db)), ("reason", .string(reason))])
+        case .shipped(let s):
+            return .object([("event", .string("shipped")), ("database", .string(s.database)), ("kind", .string(s.kind)),
+                            ("chain", .string(s.chain)), ("segment", .optional(s.segment) { .string($0) }),
+                            ("snapshot", .optional(s.snapshot) { .string($0) }), ("bytes", .integer(s.bytes)),
+                            ("durable_unix", .number(s.durable)),
+                            ("states", .array(s.states.map { state in
+                                .object([("number", .integer(Int64(state.number))), ("observed_unix", .number(state.observed)),
+                                         ("salt1", .integer(Int64(state.position.salt1))), ("salt2", .integer(Int64(state.position.salt2))),
+                                         ("frame", .integer(Int64(state.position.frame))), ("transactions", .integer(Int64(state.transactions))),
+                                         ("kind", .string(state.kind == .frames ? "frames" : "resync")), ("pages", .integer(Int64(state.pageCount))),
+                                         ("changed", .integer(Int64(state.changes.count)))])
+                            }))])
+        case .snapshot(let db, let id, let kind):
+            return .object([("event", .string("snapshot")), ("database", .string(db)), ("id", .string(id)), ("kind", .string(kind))])
+        case .problem(let db, let message, let retrying):
+            return .object([("event", .string("problem")), ("database", .string(db)), ("message", .string(message)), ("retrying", .bool(retrying))])
+        case .stopped(let db, let complete):
+            return .object([("event", .string("stopped")), ("database", .string(db)), ("complete", .bool(complete))])
+        }
+    }
+}
