@@ -120,7 +120,15 @@ final class DatabaseFollower {
         var lastCut = Clock.now(), lastFold = Clock.now(), lastIdentity = Clock.now()
         while true {
             let stopping = control.stopRequested
-            if !stopping { pause(until: min(lastCut + options.interval, Clock.now() + options.poll)) }
+            if stopping {
+            } else if marks.checkpointRunning {
+                // The checkpoint may wait for the mark held: a new one every
+                // millisecond until it is done (it needs readers at the last
+                // frame, then, to restart the -wal, at read lock 0).
+                usleep(1000)
+            } else {
+                pause(until: min(lastCut + options.interval, Clock.now() + options.poll))
+            }
             if let next = try marks.beginNext() {
                 do {
                     try advance(to: next)
@@ -152,10 +160,12 @@ final class DatabaseFollower {
         }
     }
 
-    /// Sleeps until `deadline` (monotonic), waking early on a stop request.
+    /// Sleeps until `deadline` (monotonic), waking early on a stop request
+    /// or when another process runs a checkpoint (which may be waiting for
+    /// the mark held: the next one is taken at once).
     private func pause(until deadline: Double) {
-        while Clock.now() < deadline && !control.stopRequested {
-            usleep(UInt32(max(1000, min(20_000, (deadline - Clock.now()) * 1e6))))
+        while Clock.now() < deadline && !control.stopRequested && !marks.checkpointRunning {
+            usleep(UInt32(max(500, min(4000, (deadline - Clock.now()) * 1e6))))
         }
     }
 
@@ -223,9 +233,11 @@ final class DatabaseFollower {
     private func resume(at mark: ReadMark) throws {
         let h = mark.header
         readHeader(mark)
-        if h.sameGeneration(position), position.frame >= 1, position.frame <= h.maxFrame, !mark.lockZero,
+        // The same generation (its salts change at every restart) still holds
+        // every frame since the state's; frame 0 is the start of the generation.
+        if h.sameGeneration(position), position.frame < h.maxFrame, !mark.lockZero,
            let wal = WALFile(marks.connection(of: mark), pageSize: pageSize),
-           wal.recordedChecksum(frame: position.frame, index: h) == WALChecksum(s1: position.checksum1, s2: position.checksum2) {
+           position.frame == 0 || wal.recordedChecksum(frame: position.frame, index: h) == WALChecksum(s1: position.checksum1, s2: position.checksum2) {
             do { try readFrames(mark, newGeneration: false); return } catch let mismatch as WALMismatch {
                 try resync(at: mark, reason: mismatch.description)
                 return
@@ -267,7 +279,8 @@ final class DatabaseFollower {
     private func readFrames(_ mark: ReadMark, newGeneration: Bool) throws {
         // Frames are read only while a mark at read lock 1-4 is held: at
         // lock 0 alone, a writer may restart the -wal under the reads.
-        guard !mark.lockZero || (marks.held.map { !$0.lockZero && $0.header.sameGeneration(position) } ?? false) else {
+        let unread = newGeneration ? mark.header.maxFrame > 0 : mark.header.maxFrame > position.frame
+        guard !unread || !mark.lockZero || (marks.held.map { !$0.lockZero && $0.header.sameGeneration(position) } ?? false) else {
             throw WALMismatch(description: "no read mark keeps the frames from being overwritten")
         }
         guard let wal = WALFile(marks.connection(of: mark), pageSize: pageSize) else {

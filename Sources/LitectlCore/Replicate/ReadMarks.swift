@@ -16,6 +16,9 @@
 // its snapshot (a second would need the new frames copied first), and the
 // new generation continues that snapshot.
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One read transaction held by one of the two connections.
 struct ReadMark {
@@ -36,6 +39,11 @@ final class ReadMarks {
     /// The mark held now, if any.
     private(set) var held: ReadMark?
     private var lastObserved: UInt64 = 0
+    /// A descriptor of the -shm for `checkpointRunning`. Opened after the
+    /// connections and closed after them: closing a descriptor of a file
+    /// drops every POSIX lock the process holds on it (SQLite's read locks
+    /// included), so it stays open as long as they do.
+    private var shm: Int32 = -1
 
     /// Opens both connections read-only, after checking that the database
     /// is in WAL mode and that its -shm can be written (a read mark is
@@ -58,6 +66,24 @@ final class ReadMarks {
         connections = [first, try Connection(path: path, mode: .readOnly, busyTimeout: 200)]
         // A first read on each, so that each has the -wal and -shm open.
         for c in connections { _ = try c.readTransaction { try c.scalar("SELECT 1 FROM sqlite_schema LIMIT 1") } }
+        shm = open(path + "-shm", O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Whether another process runs a checkpoint now: it holds the
+    /// wal-index's checkpoint lock (byte 121 of the -shm, as
+    /// https://www.sqlite.org/walformat.html#locks lays them out). A
+    /// checkpoint other than PASSIVE waits for readers; the follower then
+    /// takes its next mark at once rather than at its next poll. (A
+    /// checkpoint run by this process is not seen: POSIX locks of one's own
+    /// process never conflict.)
+    var checkpointRunning: Bool {
+        guard shm >= 0 else { return false }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 121
+        lock.l_len = 1
+        return fcntl(shm, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
     }
 
     /// The page size (it cannot change while the database is in WAL mode).
@@ -116,6 +142,7 @@ final class ReadMarks {
             try? c.close()
         }
         held = nil
+        if shm >= 0 { Glibc.close(shm); shm = -1 }
     }
 
     /// The connection of a mark.

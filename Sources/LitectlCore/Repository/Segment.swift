@@ -229,7 +229,7 @@ public struct Segment: Sendable {
         }
         let pageSize = Int(try r.u32())
         guard (512...65536).contains(pageSize), pageSize & (pageSize - 1) == 0 else { throw r.damaged("page size \(pageSize)") }
-        let count = try r.count(of: 85)
+        let count = try r.count(of: 81)  // a state with no change
         var states: [ReplicaState] = []
         states.reserveCapacity(count)
         for i in 0..<count {
