@@ -5,12 +5,15 @@ import Foundation
 
 public final class FaultProxy: @unchecked Sendable {
     public let endpoint: String
+    public let port: Int
     let process: Process
     let stdin: Pipe
 
     /// `arguments`: e.g. ["--fail-first", "2"], ["--drop-every", "3"], ["--stall-every", "4", "--stall", "3"].
-    public init(upstream: MotoServer, arguments: [String]) throws {
-        let port = try MotoServer.freePort()
+    /// `port`: listen there (a proxy started again where one was stopped: an outage, then recovery).
+    public init(upstream: MotoServer, arguments: [String], port: Int? = nil) throws {
+        let port = try port ?? MotoServer.freePort()
+        self.port = port
         endpoint = "http://127.0.0.1:\(port)"
         let upstreamPort = String(upstream.endpoint.split(separator: ":").last!)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("faultproxy.py").path
@@ -25,6 +28,13 @@ public final class FaultProxy: @unchecked Sendable {
         try process.run()
         let ready = out.fileHandleForReading.availableData
         guard String(decoding: ready, as: UTF8.self).contains("ready") else { throw POSIXError(.EIO) }
+    }
+
+    /// Stops listening now (and waits for the process to end).
+    public func stop() {
+        try? stdin.fileHandleForWriting.close()
+        process.terminate()
+        process.waitUntilExit()
     }
 
     deinit {

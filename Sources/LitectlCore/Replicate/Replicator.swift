@@ -132,6 +132,12 @@ public final class Replicator: @unchecked Sendable {
             throw StoreError(.other, location: repository.location,
                              message: "repository format version \(repository.version): replicate stores segments, which need version 4 (an older litectl would not know that they use packs, and its prune would delete them); upgrade it with `litectl repo upgrade \(repository.location)` once every litectl that uses it is this version or later")
         }
+        // Each database is checked once first (WAL mode, a -shm it can write):
+        // a misconfiguration stops the start, with its one line.
+        for source in sources {
+            let marks = try ReadMarks(path: source)
+            marks.close()
+        }
         let results = Locked([Bool](repeating: false, count: sources.count))
         let group = DispatchGroup()
         for (i, source) in sources.enumerated() {

@@ -30,7 +30,7 @@ final class Shipper: @unchecked Sendable {
     /// Index objects of the chain that gatherings made.
     private var chainIndexes: [String] = []
 
-    init(repository: Repository, database: String, limit: Int = 24 << 20,
+    init(repository: Repository, database: String, limit: Int = 16 << 20,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
         self.repository = repository; self.database = database; self.limit = limit
         self.shipped = shipped; self.problem = problem
