@@ -77,7 +77,7 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
         let fd = open(path(key), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error(key, errno, "cannot read") }
         defer { close(fd) }
-        if buffer.count < length { buffer.append(contentsOf: repeatElement(0, count: length - buffer.count)) }
+        if buffer.count < length { buffer += [UInt8](repeating: 0, count: length - buffer.count) }
         var done = 0
         while done < length {
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, off_t(offset) + off_t(done)) }
