@@ -12,15 +12,18 @@ usage:
                [--vacuum-every K] [--busy-timeout-ms T] [--initial-rows N] [--positions]
       Several DB LOG pairs get the same transactions in lockstep (each commit goes
       to each database in turn). Log lines, flushed as written:
-        commit C TIME COUNT:SUM [SALT1 SALT2 FRAME]   (--positions: the -wal position after it)
+        commit C TIME COUNT:SUM BEFORE [SALT1 SALT2 FRAME]
+            TIME: when COMMIT returned; BEFORE: when it was issued (the commit became
+            visible to readers in between); --positions: the -wal position after it
         checkpoint MODE BUSY LOG CHECKPOINTED SECONDS
         vacuum C TIME
         done COMMITS SECONDS
-      A commit or checkpoint that fails logs "error ..." and exits 1.
+      A commit or checkpoint that fails logs "error ..." and exits 1. SIGTERM or SIGINT
+      stops it between two commits.
   walwriter.py digest DB
       Prints "C COUNT:SUM" of a database (its counter and the digest of its rows).
 """
-import argparse, hashlib, mmap, os, random, sqlite3, struct, sys, time
+import argparse, hashlib, mmap, os, random, signal, sqlite3, struct, sys, time
 
 MASK = (1 << 64) - 1
 
@@ -87,9 +90,12 @@ def write(args):
         total = (total + row_hash(rowid, k, p)) & MASK
     next_id = max(model, default=0) + 1
     modes = ["PASSIVE", "FULL", "RESTART", "TRUNCATE"]
+    stop = []
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, lambda *_: stop.append(1))
     start = time.time()
     commits = 0
-    while True:
+    while not stop:
         if args.seconds is not None and time.time() - start >= args.seconds:
             break
         if args.commits is not None and commits >= args.commits:
@@ -116,6 +122,7 @@ def write(args):
             for _ in range(rng.randrange(200, 500)):
                 ops.append(("insert", next_id, rng.randrange(1 << 40), rng.randbytes(rng.randrange(500, 1500))))
                 next_id += 1
+        before = None
         for db in dbs:
             c = db.conn
             try:
@@ -128,6 +135,8 @@ def write(args):
                         c.execute("UPDATE items SET k = ?, payload = ? WHERE id = ?", (op[2], op[3], op[1]))
                     else:
                         c.execute("DELETE FROM items WHERE id = ?", (op[1],))
+                if before is None:
+                    before = time.time()
                 c.execute("COMMIT")
             except sqlite3.Error as e:
                 db.log.write(f"error commit {counter}: {e}\n")
@@ -142,7 +151,7 @@ def write(args):
                 total = (total + row_hash(op[1], op[2], op[3])) & MASK
         now = time.time()
         for db in dbs:
-            line = f"commit {counter} {now:.6f} {len(model)}:{total}"
+            line = f"commit {counter} {now:.6f} {len(model)}:{total} {before:.6f}"
             if args.positions:
                 pos = db.position()
                 if pos:

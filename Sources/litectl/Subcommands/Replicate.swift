@@ -121,7 +121,12 @@ struct Replicate: ParsableCommand {
         } catch {
             throw fail(error)
         }
-        // SIGTERM and SIGINT ask for a clean stop; SIGUSR1 for a fold.
+        // SIGTERM and SIGINT ask for a clean stop; SIGUSR1 for a fold. (A
+        // parent may have left them blocked, which a child inherits.)
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for s in [SIGTERM, SIGINT, SIGUSR1] { sigaddset(&handled, s) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         let queue = DispatchQueue(label: "litectl-signals")
         var sources_: [DispatchSourceSignal] = []
         for (signal, action) in [(SIGTERM, { replicator.stop() }), (SIGINT, { replicator.stop() }), (SIGUSR1, { replicator.foldNow() })] {
