@@ -248,6 +248,9 @@ final class FollowerProcess {
         let seen = try self.events(events)
         #expect(!seen.contains { $0["event"] as? String == "resync" }, "no frame was missed while it ran")
         #expect(seen.contains { $0["event"] as? String == "stopped" && $0["complete"] as? Bool == true })
+        // Prune keeps every page a segment names (pages only states use included).
+        let prune = try repo.run(["prune"])
+        #expect(prune.status == 0, "\(prune.stderr)")
         try checkMoments(repo, log: log, count: 8, folder: folder, seed: 1)
         let verify = try repo.run(["verify", "--read-data", "--json"])
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
@@ -340,12 +343,18 @@ final class FollowerProcess {
         writer.wait()
         Thread.sleep(forTimeInterval: 1.5)
         follower.kill9()
-        // While it is down: commits, a TRUNCATE checkpoint (the -wal restarts), more commits.
-        writer = try startWriter(db, log: logPath, ["--commits", "120", "--checkpoint-every", "60", "--truncate-every", "60"])
+        // While it is down: commits, TRUNCATE checkpoints (the -wal restarts), more
+        // commits (the new generation's frames are there when it starts again: a
+        // connection held open keeps the writer's close from removing the -wal).
+        let holder = try ShellSession(db)
+        holder.run("SELECT count(*) FROM sqlite_schema;")
+        writer = try startWriter(db, log: logPath, ["--commits", "120", "--checkpoint-every", "50", "--truncate-every", "50"])
         writer.wait()
+        #expect(FileManager.default.fileExists(atPath: db + "-wal"))
         follower = try FollowerProcess([db, "--repo", repo.url], events: events)
         Thread.sleep(forTimeInterval: 2)
         #expect(follower.stop() == 0)
+        holder.close()
         let seen = try self.events(events)
         #expect(seen.filter { $0["event"] as? String == "resync" }.count == 1, "one resync: \(seen.filter { $0["event"] as? String == "resync" })")
         let log = try WriterLog(logPath)
