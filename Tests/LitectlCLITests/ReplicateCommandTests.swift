@@ -458,4 +458,44 @@ final class FollowerProcess {
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(try digest(folder.file("copy.db")) == digest(db))
     }
+
+    @Test func followsAHostConfigWritesMetricsAndCheckpointsWhenAsked() throws {
+        let folder = try TemporaryFolder("replicate-config")
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", folder.file("repo")]).status == 0)
+        // The TOML of backup --config: settings that only backups use are accepted.
+        try """
+            repository = "repo"
+            databases = ["*.db", "missing-*.sqlite"]
+            tags = ["web-1"]
+            jobs = 2
+            verify = "quick"
+            metrics_file = "metrics.prom"
+            [keep]
+            daily = 7
+            """.write(toFile: folder.file("host.toml"), atomically: true, encoding: .utf8)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess(["--config", folder.file("host.toml"), "--checkpoint-frames", "150"], events: events)
+        // The application runs no checkpoint of its own (SQLite's automatic ones only).
+        #expect(try startWriter(db, log: logPath, ["--seconds", "4", "--big-every", "60"]).wait() == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(follower.stop() == 0)
+        #expect(try String(contentsOfFile: events, encoding: .utf8).contains("missing-*.sqlite: no database matches"))
+        let metrics = try String(contentsOfFile: folder.file("metrics.prom"), encoding: .utf8)
+        let series = "{database=\"\(BackupJob.resolvedPath(db))\"}"
+        #expect(metrics.contains("litectl_replicate_lag_seconds\(series) 0\n"), "caught up when stopped: \(metrics)")
+        #expect(metrics.contains("litectl_replicate_errors_total\(series) 0\n"))
+        let shipped = metrics.split(separator: "\n").first { $0.hasPrefix("litectl_replicate_shipped_bytes_total\(series)") }
+        #expect((shipped?.split(separator: " ").last).flatMap { Int($0) } ?? 0 > 0, "\(metrics)")
+        #expect(metrics.contains("litectl_replicate_last_shipped_commit_timestamp_seconds\(series)"))
+        // --checkpoint-frames let the -wal restart: the states span several generations.
+        let repository = try Repository.open(FolderStore(path: folder.file("repo")), secret: nil)
+        let snapshots = try repository.snapshots().snapshots
+        #expect(snapshots.allSatisfy { $0.tags == ["web-1"] })
+        let chain = try repository.loadChain(try #require(Repository.chainBases(snapshots).first))
+        let generations = Set(chain.states.map { "\($0.position.salt1) \($0.position.salt2)" })
+        #expect(generations.count > 1, "the -wal restarted")
+        let repo = TestRepo(url: folder.file("repo"), options: [])
+        try checkMoments(repo, log: try WriterLog(logPath), count: 5, folder: folder, seed: 4)
+    }
 }

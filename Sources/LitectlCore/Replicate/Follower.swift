@@ -139,6 +139,16 @@ final class DatabaseFollower {
                     throw error
                 }
                 marks.hold(next)
+                // (--checkpoint-frames) Every frame read, and enough of them:
+                // checkpoint, then the next mark, at read lock 0, at once.
+                if options.checkpointFrames > 0, !next.lockZero, next.header.maxFrame >= UInt32(options.checkpointFrames),
+                   next.header.sameGeneration(position), position.frame == next.header.maxFrame, !marks.checkpointRunning,
+                   marks.checkpoint() != nil, let after = try marks.beginNext() {
+                    do { try advance(to: after) } catch let mismatch as WALMismatch {
+                        try resync(at: after, reason: mismatch.description)
+                    }
+                    marks.hold(after)
+                }
             }
             let now = Clock.now()
             if stopping || now - lastCut >= options.interval {

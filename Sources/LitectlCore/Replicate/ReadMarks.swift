@@ -15,6 +15,7 @@
 // restart; so at most one restart can happen while it is held, exactly at
 // its snapshot (a second would need the new frames copied first), and the
 // new generation continues that snapshot.
+import CSQLite
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -135,6 +136,26 @@ final class ReadMarks {
         if held?.connection != mark.connection { try? connections[mark.connection].execute("COMMIT") }
     }
 
+    /// With `replicate --checkpoint-frames`: a PASSIVE checkpoint, through
+    /// a read-write connection opened for that alone (a read-only one cannot
+    /// write the database file). It copies frames the follower has read
+    /// into the database file, as the application's own checkpoints do, and
+    /// no further than the oldest read mark; the follower then takes its
+    /// next mark at read lock 0 (every frame being in the file), which lets
+    /// the application's next commit restart the -wal. Returns the frames
+    /// copied, or nil when it could not run.
+    func checkpoint() -> Int? {
+        if checkpointer == nil {
+            checkpointer = try? Connection(path: path, mode: .readWrite, busyTimeout: 0)
+            try? checkpointer?.execute("PRAGMA wal_autocheckpoint=0")
+        }
+        guard let checkpointer else { return nil }
+        var log: Int32 = 0, done: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(checkpointer.rawHandle, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+        return rc == SQLITE_OK ? Int(done) : nil
+    }
+    private var checkpointer: Connection?
+
     /// Ends every read transaction and closes the connections.
     func close() {
         for c in connections {
@@ -142,6 +163,8 @@ final class ReadMarks {
             try? c.close()
         }
         held = nil
+        try? checkpointer?.close()
+        checkpointer = nil
         if shm >= 0 { Glibc.close(shm); shm = -1 }
     }
 

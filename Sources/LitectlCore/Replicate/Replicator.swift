@@ -20,6 +20,11 @@ public struct ReplicateOptions: Sendable {
     public var metricsFile: String?
     /// Seconds a stop waits for the repository to take what is left.
     public var stopTimeout: Double = 60
+    /// 0: never checkpoint. Else, once the -wal holds this many frames and
+    /// every one is read, run a PASSIVE checkpoint (through a read-write
+    /// connection of its own), so that the application's next commit can
+    /// restart the -wal (see ReadMarks.swift).
+    public var checkpointFrames = 0
     public init() {}
 }
 

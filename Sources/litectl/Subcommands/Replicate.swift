@@ -22,7 +22,11 @@ struct Replicate: ParsableCommand {
             checked end to end; `litectl snapshots` lists the range of times each database \
             can be restored to.
 
-            It never writes to the databases: no helper table, no checkpoint. When it finds \
+            It never writes to the databases: no helper table, no checkpoint (unless \
+            --checkpoint-frames asks). Its read mark keeps an automatic (PASSIVE) checkpoint \
+            from catching up with the last commit while commits keep coming, so the -wal \
+            restarts only at the application's RESTART or TRUNCATE checkpoints (which wait \
+            a few milliseconds for it) or at --checkpoint-frames. When it finds \
             frames it missed (the -wal restarted while it was not running), it compares the \
             whole database with the last state, page by page, and records the difference: \
             never a gap. Killed at any moment, it resumes from the repository's record with \
@@ -70,6 +74,9 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
     var stopTimeout: Double = 60
 
+    @Option(help: ArgumentHelp("Run a PASSIVE checkpoint once the -wal holds this many frames, all read (default 0: never; the application's own checkpoints are then needed, see the discussion).", valueName: "frames"))
+    var checkpointFrames = 0
+
     @Flag(name: .shortAndLong, help: "Report each segment shipped on stderr.")
     var verbose = false
 
@@ -83,7 +90,9 @@ struct Replicate: ParsableCommand {
         guard interval > 0, pollInterval > 0, pollInterval <= interval else {
             throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
         }
-        guard foldInterval >= 0, stopTimeout >= 0 else { throw ValidationError("--fold-interval and --stop-timeout must be 0 or more.") }
+        guard foldInterval >= 0, stopTimeout >= 0, checkpointFrames >= 0 else {
+            throw ValidationError("--fold-interval, --stop-timeout and --checkpoint-frames must be 0 or more.")
+        }
     }
 
     func run() throws {
@@ -96,6 +105,7 @@ struct Replicate: ParsableCommand {
         settings.tags = tag
         settings.metricsFile = metricsFile
         settings.stopTimeout = stopTimeout
+        settings.checkpointFrames = checkpointFrames
         let replicator: Replicator
         do {
             if let config {
