@@ -113,7 +113,9 @@ final class FollowerProcess {
     let child: Child
 
     init(_ arguments: [String], events: String, env: [String: String] = [:]) throws {
-        var all = ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"]
+        // Segments gathered (and their pages regrouped) every 4 segments, not 60: within a test's run.
+        var all = ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+                   "LITECTL_REPLICATE_MERGE_EVERY": "4"]
         all.merge(env) { $1 }
         child = try Child(litectlBinary, ["replicate"] + arguments + ["--json"], env: all, output: events)
     }

@@ -70,21 +70,27 @@ final class ReadMarks {
         shm = open(path + "-shm", O_RDONLY | O_CLOEXEC)
     }
 
-    /// Whether another process runs a checkpoint now: it holds the
-    /// wal-index's checkpoint lock (byte 121 of the -shm, as
-    /// https://www.sqlite.org/walformat.html#locks lays them out). A
-    /// checkpoint other than PASSIVE waits for readers; the follower then
-    /// takes its next mark at once rather than at its next poll. (A
-    /// checkpoint run by this process is not seen: POSIX locks of one's own
-    /// process never conflict.)
+    /// Whether another process runs a checkpoint that may wait for readers:
+    /// it holds the wal-index's checkpoint lock and its write lock (bytes
+    /// 121 and 120 of the -shm, as https://www.sqlite.org/walformat.html#locks
+    /// lays them out). FULL, RESTART and TRUNCATE checkpoints hold both and
+    /// wait for readers; the follower then takes its next mark at once rather
+    /// than at its next poll. A PASSIVE checkpoint (SQLite's automatic one,
+    /// after every commit once the -wal is long) holds only the first and
+    /// never waits: it is let be, or the follower would record a state per
+    /// commit. (A checkpoint run by this process is not seen: POSIX locks of
+    /// one's own process never conflict.)
     var checkpointRunning: Bool {
         guard shm >= 0 else { return false }
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = 121
-        lock.l_len = 1
-        return fcntl(shm, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
+        func held(_ byte: Int) -> Bool {
+            var lock = flock()
+            lock.l_type = Int16(F_WRLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = off_t(byte)
+            lock.l_len = 1
+            return fcntl(shm, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
+        }
+        return held(121) && held(120)
     }
 
     /// The page size (it cannot change while the database is in WAL mode).

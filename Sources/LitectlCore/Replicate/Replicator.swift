@@ -14,8 +14,9 @@ public struct ReplicateOptions: Sendable {
     public var poll: Double = 0.1
     /// Seconds between full snapshots that start a new chain (0: never, but on request).
     public var foldInterval: Double = 3600
-    /// Segments after which the recent ones are gathered into one.
-    public var mergeEvery = 60
+    /// Segments after which the recent ones are gathered into one, and their
+    /// pages regrouped (LITECTL_REPLICATE_MERGE_EVERY overrides it: tests gather often).
+    public var mergeEvery = Int(ProcessInfo.processInfo.environment["LITECTL_REPLICATE_MERGE_EVERY"] ?? "").map { max(2, $0) } ?? 60
     public var tags: [String] = []
     public var metricsFile: String?
     /// Seconds a stop waits for the repository to take what is left.
@@ -66,9 +67,8 @@ public enum ReplicateEvent: Sendable {
 public final class FollowerStatus: @unchecked Sendable {
     public let database: String
     private let lock = NSLock()
-    /// Observed times (µs) of recorded states not yet durable, by state number order.
-    private var pending: [(chain: String, number: UInt64, observed: UInt64)] = []
-    private var chain = ""
+    /// Observed times (µs) of the states recorded and not yet durable, oldest first.
+    private var pending: [UInt64] = []
     public private(set) var lastShipped: Double?
     public private(set) var bytesShipped: Int64 = 0
     public private(set) var errors = 0
@@ -78,7 +78,7 @@ public final class FollowerStatus: @unchecked Sendable {
     init(database: String) { self.database = database }
 
     func recorded(_ state: ReplicaState) {
-        lock.lock(); pending.append(("", state.number, state.observedMicros)); lock.unlock()
+        lock.lock(); pending.append(state.observedMicros); lock.unlock()
     }
 
     func shipped(_ unit: ShippedUnit, bytes: Int64) {
@@ -98,7 +98,7 @@ public final class FollowerStatus: @unchecked Sendable {
     public var lag: Double {
         lock.lock(); defer { lock.unlock() }
         guard let first = pending.first else { return 0 }
-        return max(0, Clock.wall() - Double(first.observed) / 1e6)
+        return max(0, Clock.wall() - Double(first) / 1e6)
     }
 }
 

@@ -124,24 +124,31 @@ final class Shipper: @unchecked Sendable {
         condition.lock(); failed = true; condition.broadcast(); condition.unlock()
     }
 
-    /// Gathers segments into one, and index objects into one (writes the new
-    /// object first, then removes the ones it replaces; a retry after a
-    /// failure midway skips those already removed). With `all`, every
-    /// segment of the chain (it is closed) and every index object gathered
-    /// for it; else those written since the last gathering. Returns the bytes written.
+    /// Packs whose pages the last regrouping stored again: removed at the
+    /// next gathering, a minute later (a restore that read the index before
+    /// has had that long to read them).
+    private var retiredPacks = Set<PageID>()
+
+    /// Gathers segments into one (with `all`, every segment of the chain,
+    /// which a fold closes; else those written since the last gathering),
+    /// regroups the recent batches' pages (Regroup.swift), and gathers index
+    /// objects (with `all`, every one written for the chain). Each new
+    /// object is written before those it replaces are removed; a retry after
+    /// a failure midway skips what is gone. Returns the bytes written.
     private func consolidate(chain: String, all: Bool) throws -> Int64 {
         var written: Int64 = 0
         let segmentKeys = all ? try repository.segmentKeys(chain: chain).map(\.key) : recentSegments
-        if segmentKeys.count > 1 {
-            var segments: [(key: String, segment: Segment)] = []
-            for key in segmentKeys {
-                do { segments.append((key, try repository.loadSegment(key))) } catch let error as StoreError where error.kind == .notFound {}
-            }
+        var segments: [(key: String, segment: Segment)] = []
+        for key in segmentKeys {
+            do { segments.append((key, try repository.loadSegment(key))) } catch let error as StoreError where error.kind == .notFound {}
+        }
+        let recent = segments.filter { recentSegments.contains($0.key) }.map(\.segment)
+        if segments.count > 1 {
             var states: [UInt64: ReplicaState] = [:]
             for s in segments { for state in s.segment.states { states[state.number] = state } }
             let ordered = states.keys.sorted().map { states[$0]! }
             // Only a run with no gap is gathered (a gap is left for verify to report).
-            if segments.count > 1, let first = ordered.first, ordered.last!.number - first.number + 1 == UInt64(ordered.count) {
+            if let first = ordered.first, ordered.last!.number - first.number + 1 == UInt64(ordered.count) {
                 let one = segments[0].segment
                 let merged = Segment(chain: chain, hostname: one.hostname, path: one.path, pageSize: one.pageSize, states: ordered)
                 let (key, bytes) = try repository.putSegment(merged)
@@ -150,7 +157,16 @@ final class Shipper: @unchecked Sendable {
             }
         }
         recentSegments = []
-        let indexKeys = all ? chainIndexes + recentIndexes : recentIndexes
+        // The packs the previous regrouping replaced.
+        for pack in retiredPacks { try repository.store.delete(Repository.packKey(pack)) }
+        retiredPacks = []
+        if recentIndexes.count > 1, let outcome = try Regroup.run(repository, indexKeys: recentIndexes, segments: recent) {
+            written += outcome.bytes
+            for old in outcome.replaced where old != outcome.indexKey { try repository.store.delete(old) }
+            retiredPacks = outcome.oldPacks
+            recentIndexes = [outcome.indexKey]
+        }
+        let indexKeys = all ? chainIndexes + recentIndexes : []
         var gathered: [String] = []
         var index = RepoIndex()
         if indexKeys.count > 1 {
@@ -168,10 +184,8 @@ final class Shipper: @unchecked Sendable {
             let (id, bytes) = try repository.putObject(prefix: "index", object)
             written += Int64(bytes)
             for old in gathered where old != "index/" + id { try repository.store.delete(old) }
-            chainIndexes = all ? [] : chainIndexes.filter { !gathered.contains($0) } + ["index/" + id]
-        } else {
-            chainIndexes = all ? [] : chainIndexes + recentIndexes
         }
+        chainIndexes = all ? [] : chainIndexes + recentIndexes
         recentIndexes = []
         return written
     }

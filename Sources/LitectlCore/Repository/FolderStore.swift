@@ -69,7 +69,9 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
 
     public func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] {
         var out: [UInt8] = []
-        out.removeLast(out.count - (try get(key, offset: offset, length: length, into: &out)))
+        // (The count read first: `out.count - get(...)` would take the count before the read.)
+        let done = try get(key, offset: offset, length: length, into: &out)
+        out.removeLast(out.count - done)
         return out
     }
 

@@ -63,7 +63,10 @@ public enum RepoRestore {
         defer { file.discard() }
         // The index is let go before the checks; the pages' ids are kept for the
         // logical hash, and each page's pack to name it should the file differ.
-        let (fetched, ids, packs) = try { () throws -> (Int64, [PageID], PagePacks) in
+        // A pack removed after the index was read (a prune, or replicate
+        // storing a minute's pages again, which write their replacement
+        // first): the index is read again, once.
+        let (fetched, ids, packs) = try Self.retryingOnce { () throws -> (Int64, [PageID], PagePacks) in
             let index = try repository.loadIndex()
             func missing(_ n: Int, _ id: PageID) throws -> UInt32 {
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
@@ -75,7 +78,7 @@ public enum RepoRestore {
                                          into: file, progress: progress)
             return (fetched, positions.map { index.entries[Int($0)].id },
                     PagePacks(of: positions.map { index.blobs[Int(index.entries[Int($0)].blob)].pack }, names: index.packs))
-        }()
+        }
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
         // The checks only read the file, each on a thread of its own beside
         // the fsync (which waits on the disk): the logical hash (on every
@@ -138,6 +141,11 @@ public enum RepoRestore {
     }
 
     struct LogicalHash { var digest: String; var reused: Int; var decoded: Int }
+
+    /// `body`, run again once when an object it read was not found.
+    static func retryingOnce<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError where error.kind == .notFound { return try body() }
+    }
 
     /// The SQLite check a restore runs by default: none when the snapshot
     /// records that its copy passed quick_check or integrity_check (the
