@@ -1,0 +1,172 @@
+// The pieces of replicate against the real thing: the -wal's commits as the
+// follower reads them, compared with the pages SQLite's own reader sees; a
+// damaged frame refused; the segment format read back, and a damaged or
+// misfiled segment refused; the state digest kept up to date page by page
+// equal to the digest of the whole list.
+import Crypto
+import Foundation
+import XCTest
+@testable import LitectlCore
+import TestSupport
+
+final class ReplicateTests: XCTestCase {
+    /// A WAL database whose frames stay in the -wal (no automatic
+    /// checkpoint), written by a connection of this process; `commits` transactions after the schema.
+    func walDatabase(_ folder: TemporaryFolder, commits: Int) throws -> (path: String, writer: Connection) {
+        let path = folder.file("app.db")
+        let writer = try Connection(path: path, mode: .create)
+        try writer.execute("PRAGMA journal_mode=wal; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)")
+        for i in 0..<commits {
+            try writer.execute("BEGIN; INSERT INTO t(v) SELECT randomblob(700) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3); UPDATE t SET v = randomblob(50) WHERE id = \(i + 1); COMMIT")
+        }
+        return (path, writer)
+    }
+
+    func testCommitsReadFromTheWALAreThePagesSQLiteSees() throws {
+        let folder = try TemporaryFolder("replicate-wal")
+        let (path, writer) = try walDatabase(folder, commits: 25)
+        let marks = try ReadMarks(path: path)
+        defer { marks.close() }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        let connection = marks.connection(of: mark)
+        let pageSize = try marks.pageSize()
+        let wal = try XCTUnwrap(WALFile(connection, pageSize: pageSize))
+        let h = mark.header
+        let start = WALPosition(salt1: h.salt1, salt2: h.salt2, frame: 0, checksum1: 0, checksum2: 0)
+        let commits = try wal.commits(after: start, newGeneration: false, index: h)
+        XCTAssertEqual(commits.transactions, 26, "the schema and 25 transactions")
+        XCTAssertEqual(commits.end.frame, h.maxFrame)
+        guard case .integer(let count)? = try connection.scalar("PRAGMA page_count") else { return XCTFail() }
+        XCTAssertEqual(Int(commits.pageCount), Int(count))
+        // Every page's newest frame holds what SQLite's reader of the snapshot reads.
+        let file = try XCTUnwrap(try PageFile(connection, walIndex: h))
+        var buffer = [UInt8](repeating: 0, count: pageSize)
+        XCTAssertEqual(commits.newest.count, Int(count), "every page of a database made in WAL mode has a frame")
+        for (page, offset) in commits.newest {
+            XCTAssertTrue(buffer.withUnsafeMutableBytes { wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) })
+            let seen = try XCTUnwrap(file.page(page))
+            XCTAssertEqual(buffer, Array(UnsafeRawBufferPointer(start: seen, count: pageSize)), "page \(page)")
+        }
+        // Then 15 more: read from where the first reading ended, with the
+        // first mark held while the next one is taken, as the follower does.
+        for i in 0..<15 { try writer.execute("UPDATE t SET v = randomblob(90) WHERE id % 7 = \(i % 7)") }
+        let next = try XCTUnwrap(try marks.beginNext())
+        XCTAssertNotEqual(next.connection, mark.connection)
+        let more = try wal.commits(after: commits.end, newGeneration: false, index: next.header)
+        XCTAssertEqual(more.transactions, 15)
+        XCTAssertEqual(more.end.frame, next.header.maxFrame)
+        marks.hold(next)
+        let nextFile = try XCTUnwrap(try PageFile(marks.connection(of: next), walIndex: next.header))
+        for (page, offset) in more.newest {
+            XCTAssertTrue(buffer.withUnsafeMutableBytes { wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) })
+            XCTAssertEqual(buffer, Array(UnsafeRawBufferPointer(start: try XCTUnwrap(nextFile.page(page)), count: pageSize)), "page \(page)")
+        }
+        // Nothing after the last commit.
+        XCTAssertEqual(try wal.commits(after: more.end, newGeneration: false, index: next.header).transactions, 0)
+    }
+
+    func testADamagedFrameIsNeverTaken() throws {
+        let folder = try TemporaryFolder("replicate-damage")
+        let (path, writer) = try walDatabase(folder, commits: 6)
+        let marks = try ReadMarks(path: path)
+        defer { marks.close(); _ = writer }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        let pageSize = try marks.pageSize()
+        let h = mark.header
+        // One byte of the page of frame 5 changed, as a disk might.
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path + "-wal"))
+        let offset = UInt64(32 + 4 * (24 + pageSize) + 24 + 100)
+        try handle.seek(toOffset: offset)
+        let byte = try XCTUnwrap(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: Data([byte[0] ^ 0x5A]))
+        try handle.close()
+        let wal = try XCTUnwrap(WALFile(marks.connection(of: mark), pageSize: pageSize))
+        let start = WALPosition(salt1: h.salt1, salt2: h.salt2, frame: 0, checksum1: 0, checksum2: 0)
+        XCTAssertThrowsError(try wal.commits(after: start, newGeneration: false, index: h)) { error in
+            XCTAssertTrue(error is WALMismatch, "\(error)")
+            XCTAssertTrue("\(error)".contains("frame 5"), "\(error)")
+        }
+        // A position of another generation is not continued.
+        let other = WALPosition(salt1: h.salt1 &+ 1, salt2: h.salt2, frame: 3, checksum1: 0, checksum2: 0)
+        XCTAssertThrowsError(try wal.commits(after: other, newGeneration: false, index: h)) { XCTAssertTrue($0 is WALMismatch) }
+    }
+
+    func testStateDigestKeptPageByPageIsTheWholeListsDigest() {
+        var rng = SplitMix64(seed: 7)
+        func id() -> PageID { PageID(a: rng.next(), b: rng.next(), c: rng.next(), d: rng.next()) }
+        var ids = (0..<300).map { _ in id() }
+        var digest = StateDigest.of(ids)
+        for round in 0..<50 {
+            let newCount = max(1, ids.count + Int(rng.next() % 41) - 20)
+            var changes: [(page: UInt32, id: PageID)] = []
+            for p in 1...newCount where p > ids.count || rng.next() % 10 == 0 { changes.append((UInt32(p), id())) }
+            let state = ReplicaState(number: UInt64(round + 1), observedMicros: 0, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                     transactions: 1, kind: .frames, pageCount: UInt32(newCount), changes: changes, digest: StateDigest())
+            for p in min(newCount, ids.count)..<ids.count { digest.remove(UInt32(p + 1), ids[p]) }
+            for c in changes where Int(c.page) <= ids.count { digest.remove(c.page, ids[Int(c.page) - 1]) }
+            XCTAssertNoThrow(try state.apply(to: &ids))
+            for c in changes { digest.add(c.page, c.id) }
+            XCTAssertEqual(digest, StateDigest.of(ids), "round \(round)")
+        }
+        // A state that grows the database without naming its new pages is refused.
+        let short = ReplicaState(number: 1, observedMicros: 0, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                 transactions: 1, kind: .frames, pageCount: UInt32(ids.count + 2), changes: [(UInt32(ids.count + 1), id())], digest: StateDigest())
+        XCTAssertThrowsError(try short.apply(to: &ids))
+    }
+
+    func testSegmentsReadBackAndDamageIsRefused() throws {
+        let folder = try TemporaryFolder("replicate-segment")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        XCTAssertEqual(repository.version, 4)
+        var rng = SplitMix64(seed: 3)
+        func id() -> PageID { PageID(a: rng.next(), b: rng.next(), c: rng.next(), d: rng.next()) }
+        let chain = id().hex
+        var states: [ReplicaState] = []
+        for n in 1...5 {
+            let position = WALPosition(salt1: 7, salt2: 9, frame: UInt32(n * 3), checksum1: UInt32(n), checksum2: 1)
+            var changes: [(page: UInt32, id: PageID)] = []
+            if n != 2 { changes.append((page: UInt32(n), id: id())); changes.append((page: UInt32(10), id: id())) }
+            let digest = StateDigest.of((0..<n).map { _ in id() })
+            let observed: UInt64 = 1_800_000_000_000_000 + UInt64(n) * 100_000
+            states.append(ReplicaState(number: UInt64(n), observedMicros: observed, position: position, transactions: UInt32(n),
+                                       kind: n == 3 ? .resync : .frames, pageCount: 10, changes: changes, digest: digest))
+        }
+        let segment = Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: states)
+        let (key, _) = try repository.putSegment(segment)
+        let back = try repository.loadSegment(key)
+        XCTAssertEqual(back.chain, chain)
+        XCTAssertEqual(back.path, "/srv/app.db")
+        XCTAssertEqual(back.states.map { $0.number }, [1, 2, 3, 4, 5])
+        for (a, b) in zip(back.states, states) {
+            XCTAssertEqual(a.position, b.position)
+            XCTAssertEqual(a.digest, b.digest)
+            XCTAssertEqual(a.kind, b.kind)
+            XCTAssertEqual(a.observedMicros, b.observedMicros)
+            XCTAssertEqual(a.changes.map { $0.page }, b.changes.map { $0.page })
+            XCTAssertEqual(a.changes.map { $0.id }, b.changes.map { $0.id })
+        }
+        // One byte changed: the content no longer matches its name.
+        var bytes = try store.get(key)
+        bytes[bytes.count / 2] ^= 1
+        try store.put(key, bytes)
+        XCTAssertThrowsError(try repository.loadSegment(key)) { XCTAssertTrue("\($0)".contains("does not match its name"), "\($0)") }
+        // A whole segment filed under another chain.
+        let (good, _) = try repository.putSegment(segment)
+        let misfiled = "segments/\(id().hex)/" + good.split(separator: "/").last!
+        try store.put(misfiled, try store.get(good))
+        XCTAssertThrowsError(try repository.loadSegment(misfiled)) { XCTAssertTrue("\($0)".contains("not the one it is filed under"), "\($0)") }
+    }
+
+    func testDurations() throws {
+        XCTAssertEqual(try RepoForget.parseDuration("7d"), 7 * 86400)
+        XCTAssertEqual(try RepoForget.parseDuration("1d12h"), 36 * 3600)
+        XCTAssertEqual(try RepoForget.parseDuration("90m"), 5400)
+        XCTAssertThrowsError(try RepoForget.parseDuration("7"))
+        XCTAssertThrowsError(try RepoForget.parseDuration("week"))
+    }
+}
