@@ -139,15 +139,13 @@ final class DatabaseFollower {
                     throw error
                 }
                 marks.hold(next)
-                // (--checkpoint-frames) Every frame read, and enough of them:
-                // checkpoint, then the next mark, at read lock 0, at once.
-                if options.checkpointFrames > 0, !next.lockZero, next.header.maxFrame >= UInt32(options.checkpointFrames),
-                   next.header.sameGeneration(position), position.frame == next.header.maxFrame, !marks.checkpointRunning,
-                   marks.checkpoint() != nil, let after = try marks.beginNext() {
-                    do { try advance(to: after) } catch let mismatch as WALMismatch {
-                        try resync(at: after, reason: mismatch.description)
-                    }
-                    marks.hold(after)
+                // (--checkpoint-frames) Enough frames: a RESTART checkpoint, unless
+                // the shipper is behind (a state recorded while the checkpoint
+                // holds the write lock must never wait for the queue).
+                if options.checkpointFrames > 0, next.header.sameGeneration(position),
+                   next.header.maxFrame >= UInt32(options.checkpointFrames) + checkpointDeferral(next.header),
+                   !marks.checkpointRunning, shipper.pendingBytes < shipper.limit / 2 {
+                    try checkpoint()
                 }
             }
             let now = Clock.now()
@@ -168,6 +166,48 @@ final class DatabaseFollower {
                 }
             }
         }
+    }
+
+    /// (--checkpoint-frames) Where the last checkpoint that could not restart
+    /// the -wal left it: the next waits for as many frames again, so that a
+    /// reader holding an old snapshot does not have every poll hold the
+    /// application's commits for the checkpoint's wait.
+    private var checkpointGaveUp: WALPosition?
+
+    private func checkpointDeferral(_ header: WALIndexHeader) -> UInt32 {
+        guard let gaveUp = checkpointGaveUp, header.sameGeneration(gaveUp) else { return 0 }
+        return gaveUp.frame
+    }
+
+    /// (--checkpoint-frames) A RESTART checkpoint of the -wal. While it waits
+    /// for readers, the follower takes a new mark each time (reading the
+    /// commits that came before the checkpoint took the write lock): at the
+    /// last frame, then at read lock 0 once every frame is in the database
+    /// file; the -wal then restarts at the last state, which the mark at
+    /// lock 0 lets the follower continue from. It gives up after 50 ms
+    /// (another reader holds an older snapshot), as a checkpoint of the
+    /// application would.
+    private func checkpoint() throws {
+        let started = Clock.now()
+        var failure: (any Error)?
+        let restarted = marks.restartCheckpoint { [self] in
+            guard failure == nil, Clock.now() - started < 0.05 else { return false }
+            do {
+                if let mark = try marks.beginNext(attempts: 2) {
+                    do { try advance(to: mark) } catch { marks.drop(mark); throw error }
+                    marks.hold(mark)
+                }
+            } catch {
+                failure = error
+                return false
+            }
+            usleep(200)
+            return true
+        }
+        checkpointGaveUp = restarted ? nil : marks.held?.header.position
+        // A frame that did not check is taken up again at the next poll (a
+        // resync there), with the checkpoint out of the way.
+        if let failure, !(failure is WALMismatch) { throw failure }
     }
 
     /// Sleeps until `deadline` (monotonic), waking early on a stop request
@@ -285,13 +325,26 @@ final class DatabaseFollower {
         }
     }
 
+    /// The marks, the last state's position and the -shm's checkpoint info, for a resync's reason.
+    private func diagnosis(_ next: ReadMark) -> String {
+        func describe(_ m: ReadMark?) -> String {
+            guard let m else { return "none" }
+            return "\(m.header.salt1):\(m.header.salt2) frame \(m.header.maxFrame)\(m.lockZero ? " lock 0" : "")"
+        }
+        var text = "held \(describe(marks.held)), next \(describe(next)), last state \(position.salt1):\(position.salt2) frame \(position.frame)"
+        if let info = WALIndexHeader.checkpointInfo(marks.connection(of: next)) {
+            text += ", backfilled \(info.backfilled), marks \(info.marks.map { $0 == .max ? "-" : String($0) }.joined(separator: " "))"
+        }
+        return text
+    }
+
     /// Reads the commits up to `mark`'s snapshot and records them as a state.
     private func readFrames(_ mark: ReadMark, newGeneration: Bool) throws {
         // Frames are read only while a mark at read lock 1-4 is held: at
         // lock 0 alone, a writer may restart the -wal under the reads.
         let unread = newGeneration ? mark.header.maxFrame > 0 : mark.header.maxFrame > position.frame
         guard !unread || !mark.lockZero || (marks.held.map { !$0.lockZero && $0.header.sameGeneration(position) } ?? false) else {
-            throw WALMismatch(description: "no read mark keeps the frames from being overwritten")
+            throw WALMismatch(description: "no read mark keeps the frames from being overwritten (\(diagnosis(mark)))")
         }
         guard let wal = WALFile(marks.connection(of: mark), pageSize: pageSize) else {
             throw WALMismatch(description: "the -wal is not open")
