@@ -64,7 +64,9 @@ final class ReadMarks {
             throw DatabaseError(code: .readonly, message: "cannot write \(DurableFolder.baseName(of: path))\(suffix): replicate holds a read mark in the -shm, as any reader of a WAL database does (run it as the database's owner)",
                                 path: path)
         }
-        connections = [first, try Connection(path: path, mode: .readOnly, busyTimeout: 200)]
+        // (The file was checked by the first: a second check would close a
+        // descriptor of it, and with it the first's SHARED lock.)
+        connections = [first, try Connection(path: path, mode: .readOnly, busyTimeout: 200, checkFile: false)]
         // A first read on each, so that each has the -wal and -shm open.
         for c in connections { _ = try c.readTransaction { try c.scalar("SELECT 1 FROM sqlite_schema LIMIT 1") } }
         shm = open(path + "-shm", O_RDONLY | O_CLOEXEC)
@@ -158,7 +160,7 @@ final class ReadMarks {
     /// returns false to give up. True when the -wal was restarted.
     /// https://www.sqlite.org/c3ref/wal_checkpoint_v2.html
     func restartCheckpoint(waiting: @escaping () -> Bool) -> Bool {
-        if checkpointer == nil, let c = try? Connection(path: path, mode: .readWrite, busyTimeout: 0) {
+        if checkpointer == nil, let c = try? Connection(path: path, mode: .readWrite, busyTimeout: 0, checkFile: false) {
             // No checkpoint, and no deletion of the -wal, when it closes as the
             // process's last connection to the database: only what was asked.
             var ignored: Int32 = 0
