@@ -151,15 +151,24 @@ public enum RestorePoint: Sendable {
 public enum ReplicaSelector {
     /// `latest` of a database at or before `at` (all time when nil), among
     /// its snapshots and the states of its newest chain that began by then;
-    /// or a snapshot by id prefix. Ties go to the state.
+    /// or a snapshot by id prefix. Ties go to the state. When the chain's
+    /// segments are gone (a forget removed them, or they were never all
+    /// written), the newest snapshot is restored instead and `note` says so;
+    /// a damaged segment, or a store that fails, is an error.
     public static func select(_ name: String, from snapshots: [Snapshot], database: String?, at: Double?,
-                              repository: Repository) throws -> RestorePoint {
+                              repository: Repository, note: (String) -> Void = { _ in }) throws -> RestorePoint {
         let newest = try SnapshotSelector.select(name, from: snapshots, database: database, at: at, location: repository.location)
         guard name == "latest", repository.holdsSegments else { return .snapshot(newest) }
         let bases = Repository.chainBases(snapshots).filter { $0.path == newest.path && $0.hostname == newest.hostname && $0.time <= (at ?? .infinity) }
         guard let base = bases.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) else { return .snapshot(newest) }
-        let chain = try repository.loadChain(base)
-        let limit = at.map { UInt64(max(0, ($0 * 1e6).rounded(.down))) } ?? .max
+        let chain: ReplicaChain
+        do {
+            chain = try repository.loadChain(base)
+        } catch let error as StoreError where error.kind == .notFound || error.message.contains(" lacks states ") {
+            note("chain \(base.shortID) cannot be read (\(error.description)); restoring snapshot \(newest.shortID) of \(Timestamp.iso8601(newest.time)) instead")
+            return .snapshot(newest)
+        }
+        let limit = at.map(ReplicaState.micros) ?? .max
         guard let state = chain.states.last(where: { $0.observedMicros <= limit }), state.observed >= newest.time else {
             return .snapshot(newest)
         }

@@ -35,8 +35,15 @@ extension RepoForget {
         let bases = Repository.chainBases(snapshots)
         let baseIDs = Set(bases.map(\.id))
         var removed: [RemovedChain] = []
-        // Segments whose base is gone name no restorable state.
+        // Segments whose base is gone name no restorable state. The
+        // snapshots were listed before segments/, so a base a follower wrote
+        // in between (a new chain) looks gone: only a base that is really
+        // absent when asked for makes its segments orphans.
         for (chain, refs) in listed where !baseIDs.contains(chain) {
+            do {
+                _ = try repository.store.get("snapshots/" + chain)
+                continue
+            } catch let error as StoreError where error.kind == .notFound {}
             removed.append(RemovedChain(base: nil, chain: chain, segments: refs, lastTime: 0))
         }
         guard let within else { return (decision, removed.sorted { $0.chain < $1.chain }) }

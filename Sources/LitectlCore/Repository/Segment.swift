@@ -153,6 +153,9 @@ public struct ReplicaState: Sendable {
         if ids.count > n { ids.removeLast(ids.count - n) }
         let zero = PageID(a: 0, b: 0, c: 0, d: 0)
         let covered = ids.count
+        // Pages past the previous state's end must all be named: checked
+        // before the list grows, so that a hostile page count costs no memory.
+        guard n - min(covered, n) <= changes.count else { throw SegmentError.pagesMissing }
         if ids.count < n { ids += [PageID](repeating: zero, count: n - ids.count) }
         var seen = 0
         for change in changes {
@@ -166,6 +169,15 @@ public struct ReplicaState: Sendable {
 }
 
 enum SegmentError: Error { case pageOutOfRange, pagesMissing }
+
+extension ReplicaState {
+    /// Microseconds of a time in seconds read from the repository (or a
+    /// command line): 0 for a negative, NaN or infinite one, never a trap.
+    static func micros(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return seconds * 1e6 >= 1.8e19 ? UInt64.max / 2 : UInt64((seconds * 1e6).rounded(.down))
+    }
+}
 
 /// A segment object: a run of consecutive states of one chain.
 public struct Segment: Sendable {
@@ -250,7 +262,7 @@ public struct Segment: Sendable {
             }
             let digest = try r.id()
             if i > 0 {
-                guard number == states[i - 1].number + 1 else { throw r.damaged("states not consecutive") }
+                guard states[i - 1].number < UInt64.max, number == states[i - 1].number + 1 else { throw r.damaged("states not consecutive") }
                 guard observed >= states[i - 1].observedMicros else { throw r.damaged("states not in time order") }
             }
             guard number >= 1 else { throw r.damaged("state number 0") }

@@ -129,7 +129,7 @@ struct Restore: ParsableCommand {
             let snapshots = try repo.snapshots().snapshots
             // The newest snapshot or replicated state at or before --at.
             let point = try ReplicaSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
-                                                   repository: repo)
+                                                   repository: repo, note: { printError("warning: " + $0) })
             var request = try point.request(target: target, repository: repo)
             let snapshot = request.snapshot
             var state: ReplicaState?
