@@ -6,9 +6,9 @@
 // gathers their pages: every version of one page of the whole minute side by
 // side in new blobs (a page's versions, read in page and state order, from a
 // merge of the batches' blobs, which are in that order already), a new pack
-// and one index object for them; then the old index objects go, and their
-// packs at the next gathering (a restore that read the old index has had a
-// minute to read them). Part of the replicate capability, built on
+// and one index object for them; then the old index objects go. The old
+// packs stay (pack names are content addresses: another index object may
+// name the same pack); prune removes them once no index names them. Part of the replicate capability, built on
 // Repository/'s blobs, packs and index objects.
 import Crypto
 
@@ -23,12 +23,11 @@ enum Regroup {
     }
 
     /// What a regrouping wrote: the new index object's key, the bytes
-    /// written, the old index objects it replaces and their packs.
+    /// written, the old index objects it replaces.
     struct Outcome {
         var indexKey: String
         var bytes: Int64
         var replaced: [String]
-        var oldPacks: Set<PageID>
     }
 
     /// Regroups the pages `indexKeys` list (the index objects of the
@@ -45,7 +44,6 @@ enum Regroup {
         }
         // The batches' blobs, split into runs in (page, state) order: the streams to merge.
         var streams: [[OldBlob]] = []
-        var oldPacks = Set<PageID>()
         var read: [String] = []
         for key in indexKeys {
             var index = RepoIndex()
@@ -65,7 +63,6 @@ enum Regroup {
                 run.append(OldBlob(pack: index.packs[Int(blob.pack)], offset: Int64(blob.offset), length: Int(blob.length),
                                    pageSizeLog2: blob.pageSizeLog2, ids: ids))
                 last = where_[ids[ids.count - 1]].map { ($0.page, $0.state) } ?? (0, 0)
-                oldPacks.insert(index.packs[Int(blob.pack)])
             }
             if !run.isEmpty { streams.append(run) }
         }
@@ -146,6 +143,6 @@ enum Regroup {
         guard !blobs.isEmpty else { return nil }
         let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { blobs[$0] }, id: { blobIDs[$0][$1] })
         let (indexID, indexBytes) = try repository.putObject(prefix: "index", object)
-        return Outcome(indexKey: "index/" + indexID, bytes: written + Int64(indexBytes), replaced: read, oldPacks: oldPacks.subtracting(packIDs))
+        return Outcome(indexKey: "index/" + indexID, bytes: written + Int64(indexBytes), replaced: read)
     }
 }

@@ -45,6 +45,14 @@ final class Shipper: @unchecked Sendable {
         condition.broadcast()
     }
 
+    /// The end of the queue: retries give up at `deadline` (wall clock),
+    /// and the finish is queued without waiting for room (a full queue
+    /// during a store outage would otherwise hold a stop past its timeout).
+    func finish(giveUpAt deadline: Double) {
+        giveUp(at: deadline)
+        enqueue(.finish, stopping: { true })
+    }
+
     var pendingBytes: Int { condition.lock(); defer { condition.unlock() }; return queuedBytes }
 
     /// From now on, give up retrying at `deadline` (wall clock).
@@ -68,11 +76,18 @@ final class Shipper: @unchecked Sendable {
 
     /// Runs `body` until it succeeds, waiting 0.5 s, 1 s, 2 s ... (at most
     /// 30 s) between tries; false once the stop deadline has passed.
-    private func retrying(_ what: String, _ body: () throws -> Void) -> Bool {
+    /// With `skippingPermanent` (a gathering, which is an optimisation), an
+    /// error that no retry mends (a damaged or missing object, a refusal)
+    /// is reported and the step skipped (true): it never blocks shipping.
+    private func retrying(_ what: String, skippingPermanent: Bool = false, _ body: () throws -> Void) -> Bool {
         var delay = 0.5
         while true {
             do { try body(); return true } catch {
                 let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
+                if skippingPermanent && !Self.isTransient(error) {
+                    problem("\(what): \(message); skipped (the segments stay as they are)", false)
+                    return true
+                }
                 if deadlinePassed { problem("\(what): \(message); giving up", false); return false }
                 problem("\(what): \(message); retrying in \(String(format: "%.1f", delay)) s", true)
                 var waited = 0.0
@@ -80,6 +95,12 @@ final class Shipper: @unchecked Sendable {
                 delay = min(30, delay * 2)
             }
         }
+    }
+
+    /// A store that could not be reached or a local I/O error: worth retrying.
+    static func isTransient(_ error: any Error) -> Bool {
+        guard let error = error as? StoreError else { return false }
+        return error.kind == .unavailable || error.kind == .io
     }
 
     /// Writes items until `.finish`. Returns false when something could not be written.
@@ -108,7 +129,7 @@ final class Shipper: @unchecked Sendable {
                 default: break
                 }
             case .consolidate(let chain, let all):
-                if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", {
+                if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", skippingPermanent: true, {
                     unitBytes += try consolidate(chain: chain, all: all)
                 }) { fail() }
             case .end(let unit):
@@ -123,11 +144,6 @@ final class Shipper: @unchecked Sendable {
     private func fail() {
         condition.lock(); failed = true; condition.broadcast(); condition.unlock()
     }
-
-    /// Packs whose pages the last regrouping stored again: removed at the
-    /// next gathering, a minute later (a restore that read the index before
-    /// has had that long to read them).
-    private var retiredPacks = Set<PageID>()
 
     /// Gathers segments into one (with `all`, every segment of the chain,
     /// which a fold closes; else those written since the last gathering),
@@ -157,13 +173,12 @@ final class Shipper: @unchecked Sendable {
             }
         }
         recentSegments = []
-        // The packs the previous regrouping replaced.
-        for pack in retiredPacks { try repository.store.delete(Repository.packKey(pack)) }
-        retiredPacks = []
+        // The packs a regrouping replaced stay: pack names are content
+        // addresses, so another index object (a backup's, an older chain's)
+        // may name the same pack; prune removes the packs no index names.
         if recentIndexes.count > 1, let outcome = try Regroup.run(repository, indexKeys: recentIndexes, segments: recent) {
             written += outcome.bytes
             for old in outcome.replaced where old != outcome.indexKey { try repository.store.delete(old) }
-            retiredPacks = outcome.oldPacks
             recentIndexes = [outcome.indexKey]
         }
         let indexKeys = all ? chainIndexes + recentIndexes : []
