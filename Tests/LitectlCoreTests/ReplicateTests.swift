@@ -22,6 +22,30 @@ final class ReplicateTests: XCTestCase {
         return (path, writer)
     }
 
+    /// While the follower holds a mark, the application's last close must
+    /// find the database open elsewhere (the SHARED lock every connection
+    /// of a WAL database holds): else it checkpoints in exclusive mode, past
+    /// every read mark in the -shm, and deletes the -wal under the follower.
+    /// Opening the second connection once closed a descriptor of the file
+    /// and with it the first's lock (the "resync" seen under load).
+    func testReadMarksKeepTheApplicationsLastCloseFromCheckpointing() throws {
+        let folder = try TemporaryFolder("replicate-shared-lock")
+        let (path, writer) = try walDatabase(folder, commits: 3)
+        try writer.close()
+        let marks = try ReadMarks(path: path)
+        defer { marks.close() }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        _ = marks.restartCheckpoint { false }  // (opens the checkpointer's connection too)
+        let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('INSERT INTO t(v) VALUES (1)'); c.commit(); c.close()"
+        let r = try runProcess("/usr/bin/python3", ["-c", script, path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-wal"), "the application's close left the -wal to the follower")
+        let next = try XCTUnwrap(try marks.beginNext())
+        XCTAssertTrue(next.header.maxFrame > 0 && !next.lockZero, "the commit is in the -wal, not checkpointed away under the mark")
+        marks.drop(next)
+    }
+
     func testCommitsReadFromTheWALAreThePagesSQLiteSees() throws {
         let folder = try TemporaryFolder("replicate-wal")
         let (path, writer) = try walDatabase(folder, commits: 25)
@@ -160,6 +184,77 @@ final class ReplicateTests: XCTestCase {
         let misfiled = "segments/\(id().hex)/" + good.split(separator: "/").last!
         try store.put(misfiled, try store.get(good))
         XCTAssertThrowsError(try repository.loadSegment(misfiled)) { XCTAssertTrue("\($0)".contains("not the one it is filed under"), "\($0)") }
+    }
+
+    /// Forget lists the snapshots before segments/: a chain whose base was
+    /// written in between must not lose its segments as orphans.
+    func testForgetRemovesOnlySegmentsWhoseBaseIsReallyGone() throws {
+        let folder = try TemporaryFolder("replicate-orphans")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let chain = PageID(a: 1, b: 2, c: 3, d: 4).hex
+        let state = ReplicaState(number: 1, observedMicros: 1_800_000_000_000_000, position: WALPosition(salt1: 1, salt2: 2, frame: 3, checksum1: 4, checksum2: 5),
+                                 transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest())
+        _ = try repository.putSegment(Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: [state]))
+        // The base, written after forget listed the snapshots (its bytes do not matter here).
+        try store.put("snapshots/" + chain, [1, 2, 3])
+        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        XCTAssertTrue(removed.isEmpty, "a base that exists keeps its segments: \(removed.map(\.chain))")
+        try store.delete("snapshots/" + chain)
+        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        XCTAssertEqual(removed.map(\.chain), [chain], "segments whose base is gone are orphans")
+    }
+
+    /// Hostile segments: a page count that would need a huge page list, state
+    /// numbers past UInt64.max, times that are not numbers; refused or
+    /// bounded, never a trap or an allocation of the size they claim.
+    func testHostileSegmentsAreRefusedWithoutATrap() throws {
+        let zero = WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0)
+        let huge = ReplicaState(number: 1, observedMicros: 0, position: zero, transactions: 1, kind: .frames,
+                                pageCount: .max, changes: [], digest: StateDigest())
+        var ids: [PageID] = []
+        XCTAssertThrowsError(try huge.apply(to: &ids), "4 billion pages, none named")
+        XCTAssertTrue(ids.isEmpty, "refused before the list grew")
+        let folder = try TemporaryFolder("replicate-hostile")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        func state(_ n: UInt64) -> ReplicaState {
+            ReplicaState(number: n, observedMicros: 5, position: zero, transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest())
+        }
+        let (key, _) = try repository.putSegment(Segment(chain: PageID(a: 1, b: 1, c: 1, d: 1).hex, hostname: "h", path: "/a.db", pageSize: 4096,
+                                                         states: [state(.max), state(0)]))
+        XCTAssertThrowsError(try repository.loadSegment(key)) { XCTAssertTrue("\($0)".contains("not consecutive"), "\($0)") }
+        XCTAssertEqual(ReplicaState.micros(-1), 0)
+        XCTAssertEqual(ReplicaState.micros(.nan), 0)
+        XCTAssertEqual(ReplicaState.micros(.infinity), 0)
+        XCTAssertEqual(ReplicaState.micros(1e300), UInt64.max / 2)
+        XCTAssertEqual(ReplicaState.micros(1.5), 1_500_000)
+    }
+
+    /// `replicate a.db ./a.db` follows the file once: two sets of read marks
+    /// on one -shm in one process would drop each other's locks.
+    func testReplicatorFollowsEachFileOnce() throws {
+        let folder = try TemporaryFolder("replicate-dedupe")
+        let (path, writer) = try walDatabase(folder, commits: 1)
+        try writer.close()
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let replicator = Replicator(sources: [path, folder.path + "/./app.db", path], repository: repository, options: ReplicateOptions(), events: { _ in })
+        XCTAssertEqual(replicator.sources, [path])
+        XCTAssertEqual(replicator.statuses.count, 1)
+    }
+
+    /// A follower that starts again records its unshipped states anew: the lag does not count from the old ones.
+    func testARestartedFollowerLagsFromItsNewStates() {
+        let status = FollowerStatus(database: "a.db")
+        status.recorded(ReplicaState(number: 1, observedMicros: 1_000_000, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                     transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest()))
+        XCTAssertGreaterThan(status.lag, 1_000_000, "a state of 1970, unshipped")
+        status.restarted()
+        XCTAssertEqual(status.lag, 0)
     }
 
     func testDurations() throws {

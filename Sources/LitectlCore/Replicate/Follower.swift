@@ -79,7 +79,7 @@ final class DatabaseFollower {
     /// must start again from the repository.
     func run() throws -> Bool {
         marks = try ReadMarks(path: source)
-        pageSize = try marks.pageSize()
+        do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
         fileID = Self.identity(source)
         let shipper = Shipper(repository: repository, database: source, shipped: { [status, report, source] unit, bytes in
             status.shipped(unit, bytes: bytes)
@@ -97,8 +97,7 @@ final class DatabaseFollower {
         let control = self.control
         batch = SegmentBatch(repository: repository, pageSize: pageSize) { item in shipper.enqueue(item, stopping: { control.stopRequested }) }
         func finish() -> Bool {
-            shipper.enqueue(.finish)
-            shipper.giveUp(at: Clock.wall() + options.stopTimeout)
+            shipper.finish(giveUpAt: Clock.wall() + options.stopTimeout)
             done.wait()
             return shipped.withLock { $0 } && !shipper.failed
         }
@@ -266,7 +265,7 @@ final class DatabaseFollower {
         ids = try repository.stateIDs(loaded, upTo: loaded.last)
         digest = loaded.states.last?.digest ?? StateDigest.of(ids)
         position = loaded.states.last?.position ?? base.replica!.position
-        lastObserved = loaded.states.last?.observedMicros ?? UInt64(base.time * 1e6)
+        lastObserved = loaded.states.last?.observedMicros ?? ReplicaState.micros(base.time)
         number = loaded.last
         chain = base.id
         chainBase = base
@@ -373,7 +372,7 @@ final class DatabaseFollower {
                     throw WALMismatch(description: "the snapshot's pages cannot be read")
                 }
                 for p in missing {
-                    let bytes = pageBytes(file, UInt32(p))
+                    let bytes = try pageBytes(file, UInt32(p))
                     let id = bytes.withUnsafeBytes { repository.pageID($0) }
                     changes.append((UInt32(p), id))
                     if !known.contains(id) { pages[UInt32(p)] = bytes }
@@ -385,11 +384,14 @@ final class DatabaseFollower {
                    pageCount: commits.pageCount, changes: changes, pages: pages)
     }
 
-    /// A page of a snapshot (the lock-byte page, which SQLite never writes, as zeros).
-    private func pageBytes(_ file: PageFile, _ p: UInt32) -> [UInt8] {
+    /// A page of a snapshot (the lock-byte page, which SQLite never writes,
+    /// and a page past the file's end with no frame, as zeros, as SQLite
+    /// reads them). A page that cannot be read is an error, never zeros.
+    private func pageBytes(_ file: PageFile, _ p: UInt32) throws -> [UInt8] {
         if Int(p) == (1 << 30) / pageSize + 1 { return [UInt8](repeating: 0, count: pageSize) }
-        guard let pointer = file.page(p) else { return [UInt8](repeating: 0, count: pageSize) }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: pageSize))
+        if let pointer = file.page(p) { return Array(UnsafeRawBufferPointer(start: pointer, count: pageSize)) }
+        if file.readsAsZeros(p) { return [UInt8](repeating: 0, count: pageSize) }
+        throw FollowerRestart(description: "\(source): page \(p) cannot be read")
     }
 
     /// The whole snapshot of `mark` compared with the last state, page by
@@ -404,7 +406,7 @@ final class DatabaseFollower {
         }
         var changes: [(page: UInt32, id: PageID)] = []
         for p in 1...max(1, file.pageCount) {
-            let bytes = pageBytes(file, p)
+            let bytes = try pageBytes(file, p)
             let id = bytes.withUnsafeBytes { repository.pageID($0) }
             if Int(p) <= ids.count && ids[Int(p) - 1] == id { continue }
             changes.append((p, id))
@@ -553,7 +555,7 @@ final class DatabaseFollower {
         newIDs.reserveCapacity(Int(file.pageCount))
         var stored = 0
         for p in 1...max(1, file.pageCount) {
-            let bytes = pageBytes(file, p)
+            let bytes = try pageBytes(file, p)
             let id = bytes.withUnsafeBytes { repository.pageID($0) }
             newIDs.append(id)
             if classifier.classify(id, into: &refs) {

@@ -23,10 +23,9 @@ public struct ReplicateOptions: Sendable {
     public var metricsFile: String?
     /// Seconds a stop waits for the repository to take what is left.
     public var stopTimeout: Double = 60
-    /// 0: never checkpoint. Else, once the -wal holds this many frames and
-    /// every one is read, run a PASSIVE checkpoint (through a read-write
-    /// connection of its own), so that the application's next commit can
-    /// restart the -wal (see ReadMarks.swift).
+    /// 0: never checkpoint. Else, once the -wal holds this many frames,
+    /// run a RESTART checkpoint (through a read-write connection of its own;
+    /// see ReadMarks.restartCheckpoint), so that the -wal restarts.
     public var checkpointFrames = 0
     public init() {}
 }
@@ -127,6 +126,10 @@ public final class FollowerStatus: @unchecked Sendable {
         lastShipped = last.observed
     }
 
+    /// The follower starts again from the repository: the states it had
+    /// not shipped are recorded anew (else the lag would count from them for ever).
+    func restarted() { lock.lock(); pending.removeAll(); lock.unlock() }
+
     func noteError() { lock.lock(); errors += 1; lock.unlock() }
     func noteResync() { lock.lock(); resyncs += 1; lock.unlock() }
 
@@ -150,6 +153,11 @@ public final class Replicator: @unchecked Sendable {
 
     public init(sources: [String], repository: Repository, options: ReplicateOptions,
                 events: @escaping @Sendable (ReplicateEvent) -> Void) {
+        // One follower per file, however it is named (`a.db ./a.db`): two
+        // sets of read marks on one -shm in one process would each drop the
+        // other's POSIX locks when they close a descriptor of it.
+        var seen = Set<String>()
+        let sources = sources.filter { seen.insert(BackupJob.resolvedPath($0)).inserted }
         self.sources = sources; self.repository = repository; self.options = options; self.events = events
         controls = sources.map { _ in FollowerControl() }
         statuses = sources.map { FollowerStatus(database: $0) }
@@ -217,6 +225,7 @@ public final class Replicator: @unchecked Sendable {
                 events(.stopped(database: source, complete: complete))
                 return complete
             } catch {
+                status.restarted()
                 status.noteError()
                 let message = (error as? DatabaseError)?.description ?? (error as? StoreError)?.description ?? "\(error)"
                 let stopping = control.stopRequested
