@@ -257,6 +257,41 @@ final class ReplicateTests: XCTestCase {
         XCTAssertEqual(status.lag, 0)
     }
 
+    /// A store that is down: every write fails as a connection failure would.
+    final class DownStore: ObjectStore, @unchecked Sendable {
+        let inner: FolderStore
+        init(_ inner: FolderStore) { self.inner = inner }
+        var location: String { inner.location }
+        func put(_ key: String, _ bytes: [UInt8]) throws { throw StoreError(.unavailable, location: key, message: "connection refused") }
+        func get(_ key: String) throws -> [UInt8] { try inner.get(key) }
+        func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] { try inner.get(key, offset: offset, length: length) }
+        func list(prefix: String) throws -> [StoredObject] { try inner.list(prefix: prefix) }
+        func delete(_ key: String) throws { throw StoreError(.unavailable, location: key, message: "connection refused") }
+    }
+
+    /// A stop during an outage, with the queue over its limit, ends by the
+    /// stop timeout: the finish neither waits for room nor comes before the deadline.
+    func testAStopDuringAnOutageEndsByItsDeadline() throws {
+        let folder = try TemporaryFolder("replicate-outage")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        _ = try Repository.initialize(store, secret: nil)
+        let repository = try Repository.open(DownStore(store), secret: nil)
+        let shipper = Shipper(repository: repository, database: "a.db", limit: 1000, shipped: { _, _ in }, problem: { _, _ in })
+        let ended = DispatchSemaphore(value: 0)
+        let result = Locked(true)
+        Thread { result.withLock { $0 = shipper.run() }; ended.signal() }.start()
+        shipper.enqueue(.begin)
+        shipper.enqueue(.put(key: "packs/00/00", bytes: [UInt8](repeating: 1, count: 5000), role: .pack))
+        let started = Date()
+        let finished = DispatchSemaphore(value: 0)
+        Thread { shipper.finish(giveUpAt: Clock.wall() + 1); finished.signal() }.start()
+        XCTAssertEqual(finished.wait(timeout: .now() + 5), .success, "the finish was queued")
+        XCTAssertEqual(ended.wait(timeout: .now() + 10), .success, "the shipper gave up at its deadline")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertFalse(result.withLock { $0 }, "nothing was written")
+    }
+
     func testDurations() throws {
         XCTAssertEqual(try RepoForget.parseDuration("7d"), 7 * 86400)
         XCTAssertEqual(try RepoForget.parseDuration("1d12h"), 36 * 3600)

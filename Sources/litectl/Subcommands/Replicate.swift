@@ -76,7 +76,7 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
     var stopTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Run a PASSIVE checkpoint once the -wal holds this many frames, all read (default 0: never; the application's own checkpoints are then needed, see the discussion).", valueName: "frames"))
+    @Option(help: ArgumentHelp("Run a RESTART checkpoint once the -wal holds this many frames, so that it restarts (default 0: never; the application's own RESTART or TRUNCATE checkpoints are then needed, see the discussion).", valueName: "frames"))
     var checkpointFrames = 0
 
     @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one object and their pages regrouped (2 or more).", valueName: "n"))

@@ -82,7 +82,7 @@ struct Snapshots: ParsableCommand {
     func printRanges(_ spans: [RestorableRange]) {
         if json {
             for r in spans {
-                printOut(JSON.object([("database", .string(r.database)), ("path", .string(r.path)), ("hostname", .string(r.hostname)),
+                printExact(JSON.object([("database", .string(r.database)), ("path", .string(r.path)), ("hostname", .string(r.hostname)),
                                       ("from", .string(Timestamp.iso8601(r.from))), ("to", .string(Timestamp.iso8601(r.to))),
                                       ("from_unix", .number(r.from)), ("to_unix", .number(r.to)),
                                       ("chains", .array(r.chains.map { .string($0) })), ("states", .integer(Int64(r.states)))]).compact)
