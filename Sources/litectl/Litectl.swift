@@ -31,7 +31,7 @@ struct Litectl: ParsableCommand {
             """,
         version: LitectlVersion.string,
         subcommands: [Info.self, Query.self, Tables.self, Backup.self, Verify.self, Restore.self,
-                      Repo.self, Snapshots.self, Forget.self, Prune.self, Unlock.self,
+                      Repo.self, Snapshots.self, Forget.self, Prune.self, Unlock.self, Replicate.self,
                       Diff.self, Patch.self, Hash.self, Check.self, Stats.self, Analyze.self, Transform.self, Migrate.self,
                       Vacuum.self, Dump.self, Load.self, Recover.self, Report.self, Demo.self]
     )

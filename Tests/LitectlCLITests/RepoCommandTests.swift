@@ -358,7 +358,7 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         }
         #expect(!keys.contains { $0.hasPrefix("locks/") }, "no lock is left after a run")
         let config = try JSONSerialization.jsonObject(with: Data(try objects.get("config"))) as? [String: Any]
-        #expect(config?["format"] as? String == "litectl-repository" && config?["version"] as? Int == 3 && config?["compression"] as? String == "zstd")
+        #expect(config?["format"] as? String == "litectl-repository" && config?["version"] as? Int == 4 && config?["compression"] as? String == "zstd")
         let snapshotKey = try #require(keys.first { $0.hasPrefix("snapshots/") })
         let snapshot = try JSONSerialization.jsonObject(with: Data(try objects.get(snapshotKey))) as? [String: Any]
         #expect(snapshot?["logical_hash"] as? String == (try hash(app)))

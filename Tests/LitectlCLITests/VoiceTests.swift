@@ -11,9 +11,9 @@ import TestSupport
 @Suite struct VoiceTests {
     /// Every command and subcommand, as `litectl help` lists them.
     static let commands: [[String]] = [
-        ["info"], ["query"], ["tables"], ["backup"], ["verify"], ["restore"], ["repo", "init"], ["snapshots"], ["forget"],
+        ["info"], ["query"], ["tables"], ["backup"], ["verify"], ["restore"], ["repo", "init"], ["repo", "upgrade"], ["snapshots"], ["forget"],
         ["prune"], ["unlock"], ["diff"], ["patch"], ["hash"], ["check"], ["stats"], ["analyze"], ["transform"],
-        ["migrate", "apply"], ["migrate", "status"], ["vacuum"], ["dump"], ["load"], ["recover"], ["report"], ["demo"],
+        ["migrate", "apply"], ["migrate", "status"], ["vacuum"], ["dump"], ["load"], ["recover"], ["report"], ["replicate"], ["demo"],
     ]
 
     /// Positional arguments that let each command parse (the files need not exist:
@@ -24,6 +24,7 @@ import TestSupport
         "analyze": ["a.db"], "transform": ["a.db", "t"], "apply": ["a.db", "dir"], "status": ["a.db", "dir"],
         "vacuum": ["a.db"], "dump": ["a.db"], "load": ["a.db", "in.sql"], "recover": ["a.db", "out.db"], "tables": ["a.db"],
         "query": ["a.db", "SELECT 1"], "forget": ["--keep-last", "1"], "report": ["a.db", "-o", "r.html"],
+        "upgrade": ["repo"], "replicate": ["a.db", "--repo", "repo"],
     ]
 
     @Test func theCommandListIsComplete() throws {
@@ -57,7 +58,8 @@ import TestSupport
     /// as such (not "Missing value").
     @Test(arguments: [["info", "a.db"], ["check", "a.db"], ["backup", "a.db", "out"], ["restore", "b.db", "a.db"],
                       ["forget", "--keep-last", "1"], ["prune"], ["migrate", "a.db", "dir"], ["patch", "a.db", "p.sql"],
-                      ["dump", "a.db"], ["vacuum", "a.db"], ["query", "a.db", "SELECT 1"], ["stats", "a.db"]])
+                      ["dump", "a.db"], ["vacuum", "a.db"], ["query", "a.db", "SELECT 1"], ["stats", "a.db"],
+                      ["replicate", "a.db", "--repo", "repo"]])
     func oneTimeoutOption(_ command: [String]) throws {
         let help = try runProcess(litectlBinary, (command[0] == "migrate" ? ["migrate", "apply"] : [command[0]]) + ["--help"]).stdout
         #expect(help.contains("--timeout <seconds>"), "\(command)")

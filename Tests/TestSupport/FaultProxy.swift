@@ -35,7 +35,7 @@ public final class FaultProxy: @unchecked Sendable {
     /// The port the proxy listens on.
     public var port: Int { Int(endpoint.split(separator: ":").last!)! }
 
-    /// Stops the proxy and waits until its port is closed.
+    /// Stops the proxy and waits until its port is closed (it can be started again on the same port: an outage, then recovery).
     public func stop() {
         try? stdin.fileHandleForWriting.close()
         process.terminate()

@@ -165,6 +165,18 @@ final class PageFile {
         return UnsafeRawPointer(slots[slot].bytes + (index - chunk * chunkPages) * pageSize)
     }
 
+    /// Whether SQLite reads page `page` as zeros: it has no frame in the
+    /// snapshot and lies wholly past the main file's end (a database grown
+    /// by a page SQLite never wrote, such as the lock-byte page). Any other
+    /// page that `page(_:)` cannot return failed to be read.
+    func readsAsZeros(_ page: UInt32) -> Bool {
+        guard page >= 1, page <= pageCount, case .some(.none) = walOffset(page),
+              let xFileSize = file.pointee.pMethods?.pointee.xFileSize else { return false }
+        var size: sqlite3_int64 = 0
+        guard xFileSize(file, &size) == SQLITE_OK else { return false }
+        return Int64(page - 1) * Int64(pageSize) >= size
+    }
+
     /// Page `page` read on its own (not through the chunk cache, for pages
     /// scattered over the file), valid until the next call.
     func singlePage(_ page: UInt32) -> UnsafeRawPointer? {

@@ -90,6 +90,15 @@ struct WALIndexHeader: Equatable {
         return value
     }
 
+    /// The checkpoint info now (nBackfill and the five read marks), as a
+    /// diagnosis names it; nil when the -shm is not mapped.
+    static func checkpointInfo(_ connection: Connection) -> (backfilled: UInt32, marks: [UInt32])? {
+        guard let (region, file) = mappedRegion(connection) else { return nil }
+        file.pointee.pMethods.pointee.xShmBarrier?(file)
+        return (region.loadUnaligned(fromByteOffset: 96, as: UInt32.self),
+                (0..<5).map { region.loadUnaligned(fromByteOffset: 100 + 4 * $0, as: UInt32.self) })
+    }
+
     /// Region 0 of the -shm of `connection`'s main database (header and
     /// checkpoint info) and the file whose methods map it; nil when not in
     /// WAL mode or not mapped (see `current`).

@@ -69,7 +69,9 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
 
     public func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] {
         var out: [UInt8] = []
-        out.removeLast(out.count - (try get(key, offset: offset, length: length, into: &out)))
+        // (The count read first: `out.count - get(...)` would take the count before the read.)
+        let done = try get(key, offset: offset, length: length, into: &out)
+        out.removeLast(out.count - done)
         return out
     }
 
@@ -77,7 +79,7 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
         let fd = open(path(key), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error(key, errno, "cannot read") }
         defer { close(fd) }
-        if buffer.count < length { buffer.append(contentsOf: repeatElement(0, count: length - buffer.count)) }
+        if buffer.count < length { buffer += [UInt8](repeating: 0, count: length - buffer.count) }
         var done = 0
         while done < length {
             let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, length - done, off_t(offset) + off_t(done)) }

@@ -41,7 +41,7 @@ public protocol ObjectStore: AnyObject, Sendable {
 extension ObjectStore {
     public func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int {
         let bytes = try get(key, offset: offset, length: length)
-        if buffer.count < bytes.count { buffer.append(contentsOf: repeatElement(0, count: bytes.count - buffer.count)) }
+        if buffer.count < bytes.count { buffer += [UInt8](repeating: 0, count: bytes.count - buffer.count) }
         buffer.withUnsafeMutableBytes { out in bytes.withUnsafeBytes { out.copyMemory(from: $0) } }
         return bytes.count
     }

@@ -177,7 +177,8 @@ extension Repository {
             ok = single != nil
             if let single { out = single }
         } else {
-            if out.count < size { out.append(contentsOf: repeatElement(0, count: size - out.count)) } else { out.removeLast(out.count - size) }
+            // (An array of zeros appended, not repeatElement: element by element in a debug build.)
+            if out.count < size { out += [UInt8](repeating: 0, count: size - out.count) } else { out.removeLast(out.count - size) }
             ok = out.withUnsafeMutableBytes { target in
                 if let sealed { return sealed.withUnsafeBytes { decompressor.decompress($0, into: target) } }
                 return decompressor.decompress(blob, into: target)

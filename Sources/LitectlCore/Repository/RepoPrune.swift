@@ -32,6 +32,8 @@ public enum RepoForget {
         var keep: [Snapshot] = [], remove: [Snapshot] = []
         for s in snapshots {
             if let database, s.database != database && s.path != database { keep.append(s); continue }
+            // Bases of replicated chains go with their chains (ReplicaRetention.swift).
+            if s.replica != nil { keep.append(s); continue }
             groups[s.hostname + "\u{0}" + s.path, default: []].append(s)
         }
         for key in groups.keys.sorted() {
@@ -71,6 +73,17 @@ public enum RepoPrune {
                 throw StoreError(.other, location: repository.location, message: "a snapshot needs page \(id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
             }
             for p in positions { live[Int(p)] = true }
+        }
+        // The pages segments name (repository version 4) are live too.
+        try repository.forEachSegment { ref, segment in
+            for state in segment.states {
+                for change in state.changes {
+                    guard let p = index.position(of: change.id) else {
+                        throw StoreError(.other, location: repository.objectName(ref.key), message: "a segment needs page \(change.id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
+                    }
+                    live[p] = true
+                }
+            }
         }
         let byBlob = index.entriesByBlob(), byPack = index.blobsByPack()
         func pagesOf(_ b: Int) -> ArraySlice<UInt32> { byBlob.positions[Int(byBlob.starts[b])..<Int(byBlob.starts[b + 1])] }

@@ -27,6 +27,11 @@ public struct RepoRestoreRequest: Sendable {
     public var verify: VerifyLevel?
     /// Other files the restore reads (the key or passphrase file): never the target.
     public var otherInputs: [String] = []
+    /// The page ids to restore instead of the snapshot's list: a state of a
+    /// chain of `litectl replicate` (Repository/ReplicaChains.swift, RestorePoint.request), which
+    /// `snapshot` then describes (its page size and count, and the ids'
+    /// `pages_sha256`).
+    public var pageIDs: [PageID]?
     public init(snapshot: Snapshot, target: String) { self.snapshot = snapshot; self.target = target }
 }
 
@@ -60,16 +65,22 @@ public enum RepoRestore {
         defer { file.discard() }
         // The index is let go before the checks; the pages' ids are kept for the
         // logical hash, and each page's pack to name it should the file differ.
-        let (fetched, ids, packs) = try { () throws -> (Int64, [PageID], PagePacks) in
+        // A pack removed after the index was read (a prune, or replicate
+        // storing a minute's pages again, which write their replacement
+        // first): the index is read again, once.
+        let (fetched, ids, packs) = try Self.retryingOnce { () throws -> (Int64, [PageID], PagePacks) in
             let index = try repository.loadIndex()
-            let positions = try repository.pagePositions(of: snapshot, index: index) { n, id in
+            func missing(_ n: Int, _ id: PageID) throws -> UInt32 {
                 throw StoreError(.notFound, location: repository.location, message: "page \(n + 1) (\(id.hex.prefix(12))) is not in the repository's index; run `litectl verify --repo`")
             }
+            let positions = try request.pageIDs.map { ids in
+                try ids.enumerated().map { n, id in try index.position(of: id).map { UInt32($0) } ?? missing(n, id) }
+            } ?? repository.pagePositions(of: snapshot, index: index, missing: missing)
             let fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
                                          into: file, progress: progress)
             return (fetched, positions.map { index.entries[Int($0)].id },
                     PagePacks(of: positions.map { index.blobs[Int(index.entries[Int($0)].blob)].pack }, names: index.packs))
-        }()
+        }
         let level = request.verify ?? Self.defaultCheck(for: snapshot)
         // The checks only read the file, each on a thread of its own beside
         // the fsync (which waits on the disk): the logical hash (on every
@@ -77,7 +88,9 @@ public enum RepoRestore {
         // file too damaged to hash is named by the proof first.)
         let cacheFile = RowSumCache.location(repository: repository.id, host: snapshot.hostname, path: snapshot.path)
         let ((logical, ()), (proof, facts)) = try Concurrently.run({ () throws -> (Result<LogicalHash, any Error>, Void) in
-            try Concurrently.run({ Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
+            // (A state of a replicated chain records no logical hash: nothing to sum.)
+            try Concurrently.run({ snapshot.logicalHash.isEmpty ? .success(LogicalHash(digest: "", reused: 0, decoded: 0))
+                                       : Result { try logicalHash(of: file.path, ids: ids, pageSize: snapshot.pageSize, cacheFile: cacheFile) } },
                                  { try file.sync() })
         }, { () throws -> (Proof, CopyFacts?) in
             let proof = try prove(file.path, snapshot: snapshot, ids: ids, packs: packs, repository: repository)
@@ -130,6 +143,11 @@ public enum RepoRestore {
     }
 
     struct LogicalHash { var digest: String; var reused: Int; var decoded: Int }
+
+    /// `body`, run again once when an object it read was not found.
+    static func retryingOnce<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError where error.kind == .notFound { return try body() }
+    }
 
     /// The SQLite check a restore runs by default: none when the snapshot
     /// records that its copy passed quick_check or integrity_check (the

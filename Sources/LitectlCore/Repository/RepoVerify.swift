@@ -29,6 +29,9 @@ public struct RepoVerifyReport: Sendable {
     public var pagesRead = 0
     /// Packs no index refers to (left by killed runs; prune removes them).
     public var unreferencedPacks = 0
+    /// Segments and chains of `litectl replicate` checked (ReplicaVerify.swift).
+    public var segments = 0
+    public var chains = 0
     public var problems: [RepoProblem] = []
     /// Ids of every damaged snapshot, sorted.
     public var damagedSnapshots: [String] {
@@ -181,6 +184,12 @@ public enum RepoVerify {
             }
             for key in hitPacks {
                 if let i = problemOfPack[key] { report.problems[i].snapshots.append(snapshot.id) }
+            }
+        }
+        if repository.holdsSegments {
+            try checkChains(repository, snapshots: snapshots, index: index, report: &report) { p in
+                let pack = index.packs[Int(index.blobs[Int(index.entries[p].blob)].pack)]
+                return badPacks[pack] != nil || badPages.contains(p) ? (badPageReason[p] ?? Repository.packKey(pack)) : nil
             }
         }
         return report

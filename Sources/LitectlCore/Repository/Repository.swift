@@ -7,10 +7,11 @@ import Crypto
 
 public final class Repository: @unchecked Sendable {
     public static let format = "litectl-repository"
-    /// The version `repo init` creates; repositories of versions 1 and 2 are
-    /// still read and written, each as its own version.
-    public static let version = 3
-    static let supportedVersions = 1...3
+    /// The version `repo init` creates; repositories of versions 1 to 3 are
+    /// still read and written, each as its own version (`repo upgrade` makes
+    /// a version-3 repository version 4, which `replicate` needs).
+    public static let version = 4
+    static let supportedVersions = 1...4
     /// Packs are closed once they reach this size (the last one of a run is
     /// smaller): 4 MiB keeps a backup's memory flat (one pack is filled at a
     /// time) and prune's unit small, at one S3 request per 4 MiB.
@@ -25,12 +26,15 @@ public final class Repository: @unchecked Sendable {
     public let store: ObjectStore
     public let id: String
     public let encrypted: Bool
-    /// The format version of this repository (1, 2 or 3).
+    /// The format version of this repository (1 to 4).
     public let version: Int
     /// Whether its snapshots record the SHA-256 of their page ids (version 3)
     /// rather than of the database file: a backup then hashes each page once,
     /// not the file as well.
     var recordsPagesDigest: Bool { version >= 3 }
+    /// Whether it may hold segments (version 4): older litectl refuse it,
+    /// so that none prunes the pages only segments use.
+    public var holdsSegments: Bool { version >= 4 }
     let keys: RepoKeys
     /// Target pack size; LITECTL_PACK_SIZE overrides it (tests make many small packs).
     public var packSize: Int
@@ -164,6 +168,19 @@ public final class Repository: @unchecked Sendable {
     /// listed there (key and error) and left out, rather than failing the
     /// load (`verify`, which then names it and the snapshots it leaves short).
     func loadIndex(damaged: UnsafeMutablePointer<[(key: String, error: String)]>?) throws -> RepoIndex {
+        // An index object removed between the listing and its reading (prune,
+        // or replicate gathering its own into one, writes the replacement
+        // first): the listing is read again.
+        for attempt in 1...3 {
+            let listed = damaged?.pointee.count ?? 0
+            do { return try loadIndexOnce(damaged: damaged) } catch let error as StoreError where error.kind == .notFound && attempt < 3 {
+                damaged?.pointee.removeSubrange(listed...)
+            }
+        }
+        return try loadIndexOnce(damaged: damaged)
+    }
+
+    private func loadIndexOnce(damaged: UnsafeMutablePointer<[(key: String, error: String)]>?) throws -> RepoIndex {
         var index = RepoIndex()
         let objects = try store.list(prefix: "index/")
         // Page ids do not compress, so an object holds at most about one page per
@@ -180,7 +197,7 @@ public final class Repository: @unchecked Sendable {
                     try IndexObject.decode(bytes, what: objectName(object.key), into: &aside, source: 0)
                 }
                 try IndexObject.decode(bytes, what: objectName(object.key), into: &index, source: UInt32(index.objectKeys.count))
-            } catch let error as StoreError where damaged != nil && error.kind != .unavailable && error.kind != .denied {
+            } catch let error as StoreError where damaged != nil && error.kind != .unavailable && error.kind != .denied && error.kind != .notFound {
                 damaged!.pointee.append((object.key, error.description))
                 continue
             }

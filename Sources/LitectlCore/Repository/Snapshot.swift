@@ -38,6 +38,9 @@ public struct Snapshot: Sendable {
     public var durationSeconds: Double
     public var strategy: String
     public var verification: String
+    /// For the base of a chain of `litectl replicate` (repository version 4):
+    /// its position in the -wal and the chain it continues (Segment.swift).
+    public var replica: ReplicaInfo? = nil
 
     public var shortID: String { String(id.prefix(8)) }
 
@@ -52,12 +55,13 @@ public struct Snapshot: Sendable {
             ("bytes", .integer(Int64(pageSize) * Int64(pageCount))),
             ("list", .string(list)), ("parent", .optional(parent) { .string($0) }),
         ] + (pagesSHA256.map { [("pages_sha256", JSON.string($0))] } ?? [("database_sha256", .string(databaseSHA256 ?? ""))]) + [
-            ("logical_hash", .string(logicalHash)),
+            // Empty: not recorded (a snapshot `litectl replicate` made).
+            ("logical_hash", logicalHash.isEmpty ? .null : .string(logicalHash)),
             ("header", .object(header)),
             ("pages_new", .integer(Int64(pagesNew))), ("bytes_added", .integer(bytesAdded)),
             ("duration_seconds", .number((durationSeconds * 1000).rounded() / 1000)),
             ("strategy", .string(strategy)), ("verification", .string(verification)),
-        ])
+        ] + (replica.map { [("replica", $0.json)] } ?? []))
     }
 
     /// The stored form: the JSON without its own id.
@@ -93,10 +97,15 @@ public struct Snapshot: Sendable {
             pageSize: try number("page_size").intValue, pageCount: try number("page_count").intValue,
             list: try string("list"), parent: object["parent"] as? String,
             databaseSHA256: version == 1 ? try string("database_sha256") : nil,
-            pagesSHA256: version == 2 ? try string("pages_sha256") : nil, logicalHash: try string("logical_hash"),
+            pagesSHA256: version == 2 ? try string("pages_sha256") : nil,
+            logicalHash: object["logical_hash"] is NSNull && object["replica"] != nil ? "" : try string("logical_hash"),
             header: header, pagesNew: try number("pages_new").intValue, bytesAdded: try number("bytes_added").int64Value,
             durationSeconds: try number("duration_seconds").doubleValue, strategy: try string("strategy"),
-            verification: try string("verification"))
+            verification: try string("verification"),
+            replica: try (object["replica"] as? [String: Any]).map { json in
+                guard let info = ReplicaInfo(json: json) else { throw damaged("field replica") }
+                return info
+            })
         guard (512...65536).contains(snapshot.pageSize), snapshot.pageSize & (snapshot.pageSize - 1) == 0,
               snapshot.pageCount >= 0, PageID(hex: snapshot.list) != nil else { throw damaged("page size, count or list") }
         guard (snapshot.databaseSHA256 ?? snapshot.pagesSHA256).flatMap({ Hex.decode($0) })?.count == 32 else {

@@ -45,11 +45,20 @@ public final class Connection {
     /// `immutable` (read-only only) adds the `immutable=1` URI parameter: no
     /// locks and no `-wal`/`-shm` files, for a file nothing else can be writing
     /// (a finished backup). See https://www.sqlite.org/uri.html#uriimmutable
+    ///
+    /// `checkFile: false` skips the check of the file before SQLite opens it,
+    /// for a second connection to a file this process already has open: the
+    /// check opens and closes the file, and closing any descriptor of a file
+    /// drops every POSIX lock the process holds on it, the SHARED lock of
+    /// the connections already open included (SQLite keeps its own
+    /// descriptors open for that reason; a reader of a WAL database without
+    /// that lock does not keep the application's last close from
+    /// checkpointing and deleting the -wal under it).
     public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout,
-                immutable: Bool = false) throws {
+                immutable: Bool = false, checkFile: Bool = true) throws {
         self.path = path
         self.mode = mode
-        if mode != .create {
+        if mode != .create && checkFile {
             try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite)
         }
         let modeParameter: String

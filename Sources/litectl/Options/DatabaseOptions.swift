@@ -6,7 +6,7 @@ import LitectlCore
 
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
-        "Seconds to wait for a lock another process holds (on a database, a backup folder or a repository) before giving up (default: 5; backup, restore, migrate, forget and prune: 60).",
+        "Seconds to wait for a lock another process holds (on a database, a backup folder or a repository) before giving up (default: 5; backup, restore, migrate, forget, prune, replicate and repo upgrade: 60).",
         valueName: "seconds"))
     var timeout: Double?
 

@@ -15,6 +15,13 @@ struct Forget: ParsableCommand {
             forget takes a shared lock (removing snapshots never harms a backup or a \
             prune running beside it); with --prune, an exclusive one.
 
+            --keep-within DURATION (7d, 36h, 90m, 1d12h) keeps every snapshot taken in the \
+            last DURATION, and every chain of `litectl replicate` with a moment in it: every \
+            moment of that time stays restorable. Chains (a base snapshot and its segments) \
+            are forgotten only by --keep-within, whole (their segments first, then their \
+            base), and the newest chain of each database never; the other rules apply to the \
+            other snapshots. Segments whose base snapshot is gone are removed too.
+
             Exit status: 0 done (with --dry-run: listed), 2 error.
             """)
 
@@ -23,6 +30,9 @@ struct Forget: ParsableCommand {
 
     @OptionGroup var options: RepoOptions
     @OptionGroup var keep: KeepOptions
+
+    @Option(help: ArgumentHelp("Keep every snapshot of the last DURATION and every moment replicated in it (7d, 36h, 90m, 1d12h).", valueName: "duration"))
+    var keepWithin: String?
 
     @Flag(help: "Change nothing; list the snapshots that would be removed.")
     var dryRun = false
@@ -39,7 +49,10 @@ struct Forget: ParsableCommand {
 
     func validate() throws {
         try keep.check()
-        if keep.policy.isEmpty { throw ValidationError("Give at least one --keep-* option.") }
+        if keep.policy.isEmpty && keepWithin == nil { throw ValidationError("Give at least one --keep-* option.") }
+        if let keepWithin {
+            do { _ = try RepoForget.parseDuration(keepWithin) } catch { throw ValidationError("--keep-within \(error)") }
+        }
     }
 
     func run() throws {
@@ -48,19 +61,29 @@ struct Forget: ParsableCommand {
             let repository = try options.open(quiet: voice.quiet)
             let lock = dryRun ? nil : try RepoLock(repository, exclusive: prune, command: "forget", timeout: timeout)
             defer { lock?.release() }
-            let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy, database: database)
-            if !dryRun { try RepoForget.remove(decision.remove, from: repository) }
+            let (decision, chains) = try RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy,
+                                                           within: try keepWithin.map(RepoForget.parseDuration),
+                                                           database: database, repository: repository)
+            if !dryRun {
+                try RepoForget.remove(chains, from: repository)
+                try RepoForget.remove(decision.remove, from: repository)
+            }
             var pruneReport: PruneReport?
             if prune { pruneReport = try RepoPrune.run(repository, dryRun: dryRun, lock: lock) }
             if json {
                 var fields: [(String, JSON)] = [("dry_run", .bool(dryRun)),
                                                 ("kept", .array(decision.keep.map { .string($0.id) })),
-                                                ("removed", .array(decision.remove.map { .string($0.id) }))]
+                                                ("removed", .array(decision.remove.map { .string($0.id) })),
+                                                ("removed_chains", .array(chains.map { .string($0.chain) }))]
                 if let pruneReport { fields.append(("prune", pruneJSON(pruneReport))) }
                 printExact(JSON.object(fields).compact)
             } else if !voice.quiet && (verbose || dryRun) {
                 for s in decision.remove {
                     printOut("\(dryRun ? "would remove" : "removed") snapshot \(s.shortID) \(s.database) \(Timestamp.iso8601(s.time))")
+                }
+                for c in chains {
+                    let what = c.base.map { "\($0.database) \(Timestamp.iso8601($0.time)) to \(Timestamp.iso8601(c.lastTime))" } ?? "whose base is gone"
+                    printOut("\(dryRun ? "would remove" : "removed") chain \(c.chain.prefix(8)) \(what) (\(c.segments.count) segment(s))")
                 }
                 if let pruneReport { printOut(pruneSummary(pruneReport, dryRun: dryRun)) }
             }

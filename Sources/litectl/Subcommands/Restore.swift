@@ -127,10 +127,15 @@ struct Restore: ParsableCommand {
         do {
             let repo = try repository.open(quiet: voice.quiet)
             let snapshots = try repo.snapshots().snapshots
-            let snapshot = try SnapshotSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
-                                                       location: repo.location)
-            var request = RepoRestoreRequest(snapshot: snapshot, target: target)
+            // The newest snapshot or replicated state at or before --at.
+            let quiet = voice.quiet
+            let point = try ReplicaSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
+                                                   repository: repo, note: { if !quiet { printError("warning: " + $0) } })
+            var request = try point.request(target: target, repository: repo)
             request.otherInputs = [repository.keyFile, repository.passphraseFile].compactMap { $0 }
+            let snapshot = request.snapshot
+            var state: ReplicaState?
+            if case .state(_, let s) = point { state = s }
             request.force = force
             request.keepOld = !noKeep
             request.timeout = timeout
@@ -139,18 +144,23 @@ struct Restore: ParsableCommand {
             let outcome = try RepoRestore.run(request, repository: repo, progress: bar.update)
             bar.clear()
             if json {
-                printExact(JSON.object([("snapshot", .string(snapshot.id)), ("database", .string(snapshot.database)),
+                printExact(JSON.object([("snapshot", .string(snapshot.id)), ("state", .optional(state) { .integer(Int64($0.number)) }),
+                                      ("database", .string(snapshot.database)),
                                       ("time", .string(Timestamp.iso8601(snapshot.time))), ("target", .string(target)),
                                       ("pages", .integer(Int64(outcome.pages))), ("bytes_fetched", .integer(outcome.bytesFetched)),
                                       ("replaced_existing", .bool(outcome.replacedExisting)),
                                       ("kept_old", .optional(outcome.keptOld) { .string($0) }),
-                                      ("logical_hash", .string(snapshot.logicalHash)),
+                                      ("logical_hash", snapshot.logicalHash.isEmpty ? .null : .string(snapshot.logicalHash)),
                                       ("hash_pages_reused", .integer(Int64(outcome.hashPagesReused))),
                                       ("hash_pages_decoded", .integer(Int64(outcome.hashPagesDecoded)))]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
                 let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
-                printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages; \(snapshot.pagesSHA256 == nil ? "SHA-256" : "every page matches its id; the ids' SHA-256") and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded); \(check)")
+                if let state {
+                    printOut("restored state \(state.number) of chain \(snapshot.shortID) of \(snapshot.database) (observed \(Timestamp.iso8601(state.observed))) into \(target): \(outcome.pages) pages; every page matches its id, the ids the state's digest; \(check)")
+                } else {
+                    printOut("restored snapshot \(snapshot.shortID) of \(snapshot.database) (\(Timestamp.iso8601(snapshot.time))) into \(target): \(outcome.pages) pages; \(snapshot.pagesSHA256 == nil ? "SHA-256" : "every page matches its id; the ids' SHA-256") \(snapshot.logicalHash.isEmpty ? "matches (no logical hash recorded)" : "and logical hash match (\(outcome.hashPagesReused) pages' row sums from this host's cache, \(outcome.hashPagesDecoded) pages decoded)"); \(check)")
+                }
             }
         } catch {
             bar.clear()

@@ -14,7 +14,13 @@ struct Snapshots: ParsableCommand {
             id, database, path, hostname, time, time_unix, tags, page_size, page_count, \
             bytes, list, parent, pages_sha256 (database_sha256 before repository version 3), \
             logical_hash, header, pages_new, \
-            bytes_added, duration_seconds, strategy, verification.
+            bytes_added, duration_seconds, strategy, verification (and replica, for the \
+            snapshots `litectl replicate` writes: each is the base of a chain of states).
+
+            Databases that `litectl replicate` follows can be restored to any moment of a \
+            range: the table ends with each one's ranges (database, host, from, to, the \
+            chains and states in it). --ranges lists only those (with --json: one object per \
+            range: database, path, hostname, from, to, from_unix, to_unix, chains, states).
 
             Exit status: 0 listed, 1 a snapshot could not be read (named on stderr; the \
             others are listed), 2 error.
@@ -31,6 +37,9 @@ struct Snapshots: ParsableCommand {
     @OptionGroup var voice: VoiceOptions
     var json: Bool { voice.json }
 
+    @Flag(help: "List the time ranges each replicated database can be restored to, not the snapshots.")
+    var ranges = false
+
     func run() throws {
         do {
             let repository = try options.open(quiet: voice.quiet)
@@ -40,7 +49,12 @@ struct Snapshots: ParsableCommand {
                 (database == nil || s.database == database || s.path == database || s.path == resolved)
                     && (tag.isEmpty || s.tags.contains { tag.contains($0) })
             }
-            if json {
+            let spans = repository.holdsSegments && (ranges || !json)
+                ? try repository.restorableRanges(all).filter { r in database == nil || r.database == database || r.path == database || r.path == resolved }
+                : []
+            if ranges {
+                if !voice.quiet || json { printRanges(spans) }
+            } else if json {
                 for s in shown { printExact(s.json.compact) }
             } else if !voice.quiet {
                 var rows = [["ID", "DATABASE", "HOST", "TIME", "PAGES", "ADDED", "TAGS"]]
@@ -53,6 +67,7 @@ struct Snapshots: ParsableCommand {
                     printOut(zip(row, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")
                         .trimmingCharacters(in: .whitespaces))
                 }
+                if !spans.isEmpty { printOut(""); printRanges(spans) }
             }
             for d in damaged { printError("\(repository.location)/\(d.key): unreadable snapshot: \(d.error)") }
             if !damaged.isEmpty { throw ExitStatus.findings }
@@ -60,6 +75,28 @@ struct Snapshots: ParsableCommand {
             throw code
         } catch {
             throw fail(error)
+        }
+    }
+
+    /// The restorable ranges: a table, or one JSON object per range.
+    func printRanges(_ spans: [RestorableRange]) {
+        if json {
+            for r in spans {
+                printExact(JSON.object([("database", .string(r.database)), ("path", .string(r.path)), ("hostname", .string(r.hostname)),
+                                      ("from", .string(Timestamp.iso8601(r.from))), ("to", .string(Timestamp.iso8601(r.to))),
+                                      ("from_unix", .number(r.from)), ("to_unix", .number(r.to)),
+                                      ("chains", .array(r.chains.map { .string($0) })), ("states", .integer(Int64(r.states)))]).compact)
+            }
+            return
+        }
+        var rows = [["RESTORABLE", "HOST", "FROM", "TO", "CHAINS", "STATES"]]
+        for r in spans {
+            rows.append([r.database, r.hostname, Timestamp.iso8601(r.from), Timestamp.iso8601(r.to), String(r.chains.count), String(r.states)])
+        }
+        let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max()! }
+        for row in rows {
+            printOut(zip(row, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")
+                .trimmingCharacters(in: .whitespaces))
         }
     }
 }

@@ -40,7 +40,12 @@ struct Verify: ParsableCommand {
             line naming the object and the snapshots it damages; exit status 1. A sound \
             repository prints "ok LOCATION: ..." (snapshots, packs, packs read, pages) on \
             a terminal or with -v. Packs no \
-            index names (left by killed runs) are not problems: prune removes them.
+            index names (left by killed runs) are not problems: prune removes them. The \
+            chains of `litectl replicate` are checked too: every segment reads back as the \
+            SHA-256 its name says, belongs to an existing base, and follows the one before \
+            with no gap; every page its states name is indexed (and, with --read-data, \
+            reads back); the states replayed from the base's page list give the digest \
+            each recorded. A damaged chain is named by its base snapshot's id.
             """)
 
     @Argument(help: ArgumentHelp("Backup files, manifests or folders of backups.", valueName: "backup"))
@@ -148,6 +153,7 @@ struct Verify: ParsableCommand {
                     ("snapshots", .integer(Int64(report.snapshots))), ("packs", .integer(Int64(report.packs))),
                     ("packs_read", .integer(Int64(report.packsRead))), ("pages_indexed", .integer(Int64(report.pagesIndexed))),
                     ("pages_read", .integer(Int64(report.pagesRead))), ("unreferenced_packs", .integer(Int64(report.unreferencedPacks))),
+                    ("segments", .integer(Int64(report.segments))), ("chains", .integer(Int64(report.chains))),
                     ("problems", .array(report.problems.map { p in
                         .object([("object", .string(p.object)), ("message", .string(p.message)),
                                  ("snapshots", .array(p.snapshots.sorted().map { .string($0) }))])

@@ -1,0 +1,609 @@
+// Follows one database: at each poll, a new read mark is begun (the previous
+// one still held), the commits since the last state are read from the -wal
+// and recorded as one state (the pages they changed, their ids, the position
+// and the time), and the previous mark is let go; every interval the states
+// recorded go to the shipper as a segment; every fold interval a full
+// snapshot starts a new chain. It starts from the repository's own record
+// (the newest chain of this database on this host), so a follower killed at
+// any moment resumes with no gap and no duplicate; when frames were missed
+// (the -wal restarted while none of its marks was held) it compares the whole
+// database with the last state, page by page, and records the difference.
+// It never writes to the database. Part of the replicate capability, built
+// on Repository/ (packs, blob builder, index objects, page lists, locks,
+// snapshots, segments) and on Pages/ (the -wal index, a snapshot's pages).
+import Foundation
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Stop and fold requests, shared between the replicator's threads.
+final class FollowerControl: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stop = false
+    private var fold = false
+
+    var stopRequested: Bool { lock.lock(); defer { lock.unlock() }; return stop }
+    func requestStop() { lock.lock(); stop = true; lock.unlock() }
+    func requestFold() { lock.lock(); fold = true; lock.unlock() }
+    func takeFold() -> Bool { lock.lock(); defer { lock.unlock() }; let f = fold; fold = false; return f }
+}
+
+/// A failure after which the follower starts again from the repository (reopening the database).
+struct FollowerRestart: Error, CustomStringConvertible { var description: String }
+
+final class DatabaseFollower {
+    let source: String
+    let path: String
+    let name: String
+    let hostname = RepoLock.hostname
+    let repository: Repository
+    let options: ReplicateOptions
+    let control: FollowerControl
+    let status: FollowerStatus
+    let report: (ReplicateEvent) -> Void
+
+    private var marks: ReadMarks!
+    private var pageSize = 0
+    private var chain = ""
+    private var chainBase: Snapshot!
+    private var number: UInt64 = 0
+    private var ids: [PageID] = []
+    private var digest = StateDigest()
+    private var position = WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0)
+    private var lastObserved: UInt64 = 0
+    private var known = KnownPages([PageID]())
+    /// The full page list the next fold's list is a delta on.
+    private var lastFull: (id: PageID, ids: [PageID])?
+    /// Page 1's first 100 bytes (the header facts of fold snapshots).
+    private var header: [UInt8] = []
+    private var batch: SegmentBatch!
+    private var shipper: Shipper!
+    private var batchesSinceMerge = 0
+    private var fileID: (dev: UInt64, ino: UInt64)?
+
+    init(source: String, repository: Repository, options: ReplicateOptions, control: FollowerControl,
+         status: FollowerStatus, report: @escaping (ReplicateEvent) -> Void) {
+        self.source = source
+        path = BackupJob.resolvedPath(source)
+        name = DurableFolder.baseName(of: path)
+        self.repository = repository; self.options = options; self.control = control; self.status = status; self.report = report
+    }
+
+    // MARK: Running
+
+    /// Follows until a stop is requested; returns whether every state
+    /// recorded was shipped. Throws (after shipping what it recorded) when it
+    /// must start again from the repository.
+    func run() throws -> Bool {
+        marks = try ReadMarks(path: source)
+        do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
+        fileID = Self.identity(source)
+        let shipper = Shipper(repository: repository, database: source, shipped: { [status, report, source] unit, bytes in
+            status.shipped(unit, bytes: bytes)
+            report(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
+        }, problem: { [status, report, source] message, retrying in
+            status.noteError()
+            report(.problem(database: source, message: message, retrying: retrying))
+        })
+        self.shipper = shipper
+        let done = DispatchSemaphore(value: 0)
+        let shipped = Locked(false)
+        let thread = Thread { shipped.withLock { $0 = shipper.run() }; done.signal() }
+        thread.name = "litectl-ship"
+        thread.start()
+        let control = self.control
+        batch = SegmentBatch(repository: repository, pageSize: pageSize) { item in shipper.enqueue(item, stopping: { control.stopRequested }) }
+        func finish() -> Bool {
+            shipper.finish(giveUpAt: Clock.wall() + options.stopTimeout)
+            done.wait()
+            return shipped.withLock { $0 } && !shipper.failed
+        }
+        do {
+            try follow()
+        } catch {
+            marks.close()
+            _ = finish()
+            throw error
+        }
+        marks.close()
+        return finish()
+    }
+
+    private func follow() throws {
+        guard let first = try firstMark() else { return }
+        try start(at: first)
+        marks.hold(first)
+        var lastCut = Clock.now(), lastFold = Clock.now(), lastIdentity = Clock.now()
+        while true {
+            let stopping = control.stopRequested
+            if stopping {
+            } else if marks.checkpointRunning {
+                // The checkpoint may wait for the mark held: a new one every
+                // millisecond until it is done (it needs readers at the last
+                // frame, then, to restart the -wal, at read lock 0).
+                usleep(1000)
+            } else {
+                pause(until: min(lastCut + options.interval, Clock.now() + options.poll))
+            }
+            if let next = try marks.beginNext() {
+                do {
+                    try advance(to: next)
+                } catch let mismatch as WALMismatch {
+                    try resync(at: next, reason: mismatch.description)
+                } catch {
+                    marks.drop(next)
+                    throw error
+                }
+                marks.hold(next)
+                // (--checkpoint-frames) Enough frames: a RESTART checkpoint, unless
+                // the shipper is behind (a state recorded while the checkpoint
+                // holds the write lock must never wait for the queue).
+                if options.checkpointFrames > 0, next.header.sameGeneration(position),
+                   next.header.maxFrame >= UInt32(options.checkpointFrames) + checkpointDeferral(next.header),
+                   !marks.checkpointRunning, shipper.pendingBytes < shipper.limit / 2 {
+                    try checkpoint()
+                }
+            }
+            let now = Clock.now()
+            if stopping || now - lastCut >= options.interval {
+                try cut()
+                lastCut = now
+            }
+            if control.takeFold() || (options.foldInterval > 0 && now - lastFold >= options.foldInterval) {
+                if number > 0 { try fold() }
+                lastFold = now
+            }
+            if stopping { return }
+            if now - lastIdentity >= 5 {
+                lastIdentity = now
+                if let id = Self.identity(source), let fileID, id != fileID {
+                    try cut()
+                    throw FollowerRestart(description: "\(source): the database file was replaced; following the new one")
+                }
+            }
+        }
+    }
+
+    /// (--checkpoint-frames) Where the last checkpoint that could not restart
+    /// the -wal left it: the next waits for as many frames again, so that a
+    /// reader holding an old snapshot does not have every poll hold the
+    /// application's commits for the checkpoint's wait.
+    private var checkpointGaveUp: WALPosition?
+
+    private func checkpointDeferral(_ header: WALIndexHeader) -> UInt32 {
+        guard let gaveUp = checkpointGaveUp, header.sameGeneration(gaveUp) else { return 0 }
+        return gaveUp.frame
+    }
+
+    /// (--checkpoint-frames) A RESTART checkpoint of the -wal. While it waits
+    /// for readers, the follower takes a new mark each time (reading the
+    /// commits that came before the checkpoint took the write lock): at the
+    /// last frame, then at read lock 0 once every frame is in the database
+    /// file; the -wal then restarts at the last state, which the mark at
+    /// lock 0 lets the follower continue from. It gives up after 50 ms
+    /// (another reader holds an older snapshot), as a checkpoint of the
+    /// application would.
+    private func checkpoint() throws {
+        let started = Clock.now()
+        var failure: (any Error)?
+        let restarted = marks.restartCheckpoint { [self] in
+            guard failure == nil, Clock.now() - started < 0.05 else { return false }
+            do {
+                if let mark = try marks.beginNext(attempts: 2) {
+                    do { try advance(to: mark) } catch { marks.drop(mark); throw error }
+                    marks.hold(mark)
+                }
+            } catch {
+                failure = error
+                return false
+            }
+            usleep(200)
+            return true
+        }
+        checkpointGaveUp = restarted ? nil : marks.held?.header.position
+        // A frame that did not check is taken up again at the next poll (a
+        // resync there), with the checkpoint out of the way.
+        if let failure, !(failure is WALMismatch) { throw failure }
+    }
+
+    /// Sleeps until `deadline` (monotonic), waking early on a stop request
+    /// or when another process runs a checkpoint (which may be waiting for
+    /// the mark held: the next one is taken at once).
+    private func pause(until deadline: Double) {
+        while Clock.now() < deadline && !control.stopRequested && !marks.checkpointRunning {
+            usleep(UInt32(max(500, min(4000, (deadline - Clock.now()) * 1e6))))
+        }
+    }
+
+    /// The first mark, retried while commits keep it from being pinned down.
+    private func firstMark() throws -> ReadMark? {
+        while true {
+            if let mark = try marks.beginNext() { return mark }
+            if control.stopRequested { return nil }
+            usleep(50_000)
+        }
+    }
+
+    static func identity(_ path: String) -> (dev: UInt64, ino: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    // MARK: Starting: the repository's record
+
+    /// Continues the newest chain of this database on this host when it can
+    /// be read back, else starts a new one from a full snapshot.
+    private func start(at mark: ReadMark) throws {
+        let snapshots = try repository.snapshots().snapshots
+        let mine = Repository.chainBases(snapshots).filter { $0.hostname == hostname && $0.path == path }
+        if let base = mine.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) {
+            do {
+                try adopt(base)
+                report(.started(database: source, chain: chain, state: number, how: "resumed"))
+                try resume(at: mark)
+                return
+            } catch let error as FollowerRestart {
+                throw error
+            } catch {
+                report(.problem(database: source, message: "cannot continue chain \(base.shortID): \((error as? StoreError)?.description ?? "\(error)"); starting a new chain", retrying: true))
+            }
+        }
+        try newChain(at: mark, parent: snapshots.filter { $0.hostname == hostname && $0.path == path }.max { $0.time < $1.time })
+        report(.started(database: source, chain: chain, state: 0, how: "new chain"))
+    }
+
+    /// Takes the last state of `base`'s chain as the current one.
+    private func adopt(_ base: Snapshot) throws {
+        guard base.pageSize == pageSize else {
+            throw StoreError(.other, location: repository.location, message: "its pages are \(base.pageSize) bytes, the database's \(pageSize)")
+        }
+        let loaded = try repository.loadChain(base)
+        ids = try repository.stateIDs(loaded, upTo: loaded.last)
+        digest = loaded.states.last?.digest ?? StateDigest.of(ids)
+        position = loaded.states.last?.position ?? base.replica!.position
+        lastObserved = loaded.states.last?.observedMicros ?? ReplicaState.micros(base.time)
+        number = loaded.last
+        chain = base.id
+        chainBase = base
+        var k = KnownPages(ids)
+        for state in loaded.states { for change in state.changes { _ = k.insert(change.id) } }
+        known = k
+        if let fullKey = try repository.listKeys(of: base).last, let fullID = PageID(hex: String(fullKey.dropFirst("lists/".count))) {
+            lastFull = (fullID, try repository.loadList(fullID.hex))
+        }
+    }
+
+    /// After adopting a chain: its last position is continued when the
+    /// -wal is still that generation and still holds that frame; else a resync.
+    private func resume(at mark: ReadMark) throws {
+        let h = mark.header
+        readHeader(mark)
+        // The same generation (its salts change at every restart) still holds
+        // every frame since the state's; frame 0 is the start of the generation.
+        if h.sameGeneration(position), position.frame < h.maxFrame, !mark.lockZero,
+           let wal = WALFile(marks.connection(of: mark), pageSize: pageSize),
+           position.frame == 0 || wal.recordedChecksum(frame: position.frame, index: h) == WALChecksum(s1: position.checksum1, s2: position.checksum2) {
+            do { try readFrames(mark, newGeneration: false); return } catch let mismatch as WALMismatch {
+                try resync(at: mark, reason: mismatch.description)
+                return
+            }
+        }
+        if h.sameGeneration(position) && h.maxFrame == position.frame { return }
+        try resync(at: mark, reason: "the -wal is not the one the last state was read from (it was restarted, or checkpointed, since)")
+    }
+
+    /// Page 1's header, as the mark's snapshot has it.
+    private func readHeader(_ mark: ReadMark) {
+        if let file = try? PageFile(marks.connection(of: mark), walIndex: mark.header), let page = file.page(1) {
+            header = Array(UnsafeRawBufferPointer(start: page, count: min(100, file.pageSize)))
+        }
+    }
+
+    // MARK: Following the -wal
+
+    /// The commits between the held mark and `next`, from the -wal.
+    private func advance(to next: ReadMark) throws {
+        let h = next.header
+        // (An empty -wal's index may not know the page size yet.)
+        guard h.maxFrame == 0 || h.pageSize == pageSize else { throw FollowerRestart(description: "\(source): the page size changed") }
+        if h.sameGeneration(position) {
+            if h.maxFrame == position.frame { return }
+            guard h.maxFrame > position.frame else { throw WALMismatch(description: "the -wal holds fewer frames than the last state's") }
+            try readFrames(next, newGeneration: false)
+        } else {
+            // Only a mark at read lock 0, at the last state, lets the -wal
+            // restart, once, and the new generation then continues that state.
+            guard let held = marks.held, held.lockZero, held.header.sameGeneration(position), held.header.maxFrame == position.frame else {
+                throw WALMismatch(description: "the -wal was restarted past frames not read")
+            }
+            try readFrames(next, newGeneration: true)
+        }
+    }
+
+    /// The marks, the last state's position and the -shm's checkpoint info, for a resync's reason.
+    private func diagnosis(_ next: ReadMark) -> String {
+        func describe(_ m: ReadMark?) -> String {
+            guard let m else { return "none" }
+            return "\(m.header.salt1):\(m.header.salt2) frame \(m.header.maxFrame)\(m.lockZero ? " lock 0" : "")"
+        }
+        var text = "held \(describe(marks.held)), next \(describe(next)), last state \(position.salt1):\(position.salt2) frame \(position.frame)"
+        if let info = WALIndexHeader.checkpointInfo(marks.connection(of: next)) {
+            text += ", backfilled \(info.backfilled), marks \(info.marks.map { $0 == .max ? "-" : String($0) }.joined(separator: " "))"
+        }
+        return text
+    }
+
+    /// Reads the commits up to `mark`'s snapshot and records them as a state.
+    private func readFrames(_ mark: ReadMark, newGeneration: Bool) throws {
+        // Frames are read only while a mark at read lock 1-4 is held: at
+        // lock 0 alone, a writer may restart the -wal under the reads.
+        let unread = newGeneration ? mark.header.maxFrame > 0 : mark.header.maxFrame > position.frame
+        guard !unread || !mark.lockZero || (marks.held.map { !$0.lockZero && $0.header.sameGeneration(position) } ?? false) else {
+            throw WALMismatch(description: "no read mark keeps the frames from being overwritten (\(diagnosis(mark)))")
+        }
+        guard let wal = WALFile(marks.connection(of: mark), pageSize: pageSize) else {
+            throw WALMismatch(description: "the -wal is not open")
+        }
+        let commits = try wal.commits(after: position, newGeneration: newGeneration, index: mark.header)
+        guard commits.transactions > 0 else { position = commits.end; return }
+        var changes: [(page: UInt32, id: PageID)] = []
+        var pages: [UInt32: [UInt8]] = [:]
+        var buffer = [UInt8](repeating: 0, count: pageSize)
+        for (page, offset) in commits.newest.sorted(by: { $0.key < $1.key }) {
+            guard buffer.withUnsafeMutableBytes({ wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) }) else {
+                throw WALMismatch(description: "page \(page)'s frame cannot be read")
+            }
+            let id = buffer.withUnsafeBytes { repository.pageID($0) }
+            if Int(page) <= ids.count && ids[Int(page) - 1] == id { continue }
+            changes.append((page, id))
+            if !known.contains(id) { pages[page] = buffer }
+        }
+        // Pages the database grew by with no frame (SQLite writes every new
+        // page, but the lock-byte page and a page a truncation kept are read
+        // as SQLite reads them).
+        if Int(commits.pageCount) > ids.count {
+            let missing = (ids.count + 1...Int(commits.pageCount)).filter { commits.newest[UInt32($0)] == nil }
+            if !missing.isEmpty {
+                guard let file = try PageFile(marks.connection(of: mark), walIndex: mark.header) else {
+                    throw WALMismatch(description: "the snapshot's pages cannot be read")
+                }
+                for p in missing {
+                    let bytes = try pageBytes(file, UInt32(p))
+                    let id = bytes.withUnsafeBytes { repository.pageID($0) }
+                    changes.append((UInt32(p), id))
+                    if !known.contains(id) { pages[UInt32(p)] = bytes }
+                }
+                changes.sort { $0.page < $1.page }
+            }
+        }
+        try record(kind: .frames, observed: mark.observedMicros, position: commits.end, transactions: commits.transactions,
+                   pageCount: commits.pageCount, changes: changes, pages: pages)
+    }
+
+    /// A page of a snapshot (the lock-byte page, which SQLite never writes,
+    /// and a page past the file's end with no frame, as zeros, as SQLite
+    /// reads them). A page that cannot be read is an error, never zeros.
+    private func pageBytes(_ file: PageFile, _ p: UInt32) throws -> [UInt8] {
+        if Int(p) == (1 << 30) / pageSize + 1 { return [UInt8](repeating: 0, count: pageSize) }
+        if let pointer = file.page(p) { return Array(UnsafeRawBufferPointer(start: pointer, count: pageSize)) }
+        if file.readsAsZeros(p) { return [UInt8](repeating: 0, count: pageSize) }
+        throw FollowerRestart(description: "\(source): page \(p) cannot be read")
+    }
+
+    /// The whole snapshot of `mark` compared with the last state, page by
+    /// page: what differs is recorded as one state. Used when frames were
+    /// missed; never leaves a gap.
+    private func resync(at mark: ReadMark, reason: String) throws {
+        report(.resync(database: source, reason: reason))
+        status.noteResync()
+        guard let file = try PageFile(marks.connection(of: mark), walIndex: mark.header, cacheChunks: 16), file.seesWholeSnapshot,
+              file.pageSize == pageSize else {
+            throw FollowerRestart(description: "\(source): the database's pages cannot be read for a resync")
+        }
+        var changes: [(page: UInt32, id: PageID)] = []
+        for p in 1...max(1, file.pageCount) {
+            let bytes = try pageBytes(file, p)
+            let id = bytes.withUnsafeBytes { repository.pageID($0) }
+            if Int(p) <= ids.count && ids[Int(p) - 1] == id { continue }
+            changes.append((p, id))
+            // Into the batch as they come (it puts them in blobs past a few MB): memory stays flat.
+            if known.insert(id) { try bytes.withUnsafeBytes { try batch.addPage(p, number: number + 1, id: id, bytes: $0) } }
+        }
+        readHeader(mark)
+        try record(kind: .resync, observed: mark.observedMicros, position: mark.header.position, transactions: 0,
+                   pageCount: file.pageCount, changes: changes, pages: [:], always: true)
+    }
+
+    /// Records a state: the ids and digest brought up to date, its new pages
+    /// (those the chain does not hold yet) into the batch.
+    private func record(kind: ReplicaState.Kind, observed: UInt64, position end: WALPosition, transactions: UInt32,
+                        pageCount: UInt32, changes: [(page: UInt32, id: PageID)], pages: [UInt32: [UInt8]], always: Bool = false) throws {
+        let oldCount = ids.count, newCount = Int(pageCount)
+        position = end
+        guard always || !changes.isEmpty || newCount != oldCount else { return }
+        if newCount < oldCount {
+            for p in newCount..<oldCount { digest.remove(UInt32(p + 1), ids[p]) }
+            ids.removeLast(oldCount - newCount)
+        }
+        let zero = PageID(a: 0, b: 0, c: 0, d: 0)
+        if newCount > oldCount { ids += [PageID](repeating: zero, count: newCount - oldCount) }
+        var grown = 0
+        for change in changes {
+            let i = Int(change.page) - 1
+            if i < oldCount { digest.remove(change.page, ids[i]) } else { grown += 1 }
+            ids[i] = change.id
+            digest.add(change.page, change.id)
+        }
+        guard grown == max(0, newCount - oldCount) else {
+            throw FollowerRestart(description: "\(source): a state left pages of the grown database unread")
+        }
+        let n = number + 1
+        for change in changes {
+            guard let bytes = pages[change.page], known.insert(change.id) else { continue }
+            try bytes.withUnsafeBytes { try batch.addPage(change.page, number: n, id: change.id, bytes: $0) }
+            if change.page == 1 { header = Array(bytes.prefix(100)) }
+        }
+        let observedNow = max(observed, lastObserved)
+        let state = ReplicaState(number: n, observedMicros: observedNow, position: end, transactions: transactions, kind: kind,
+                                 pageCount: pageCount, changes: changes, digest: digest)
+        batch.addState(state)
+        number = n
+        lastObserved = observedNow
+        status.recorded(state)
+    }
+
+    // MARK: Shipping
+
+    /// Hands the states recorded since the last cut to the shipper as one
+    /// segment; every `mergeEvery` segments, has the recent ones gathered.
+    private func cut() throws {
+        guard try batch.cut(chain: chain, hostname: hostname, path: path) != nil else { return }
+        batchesSinceMerge += 1
+        if batchesSinceMerge >= max(2, options.mergeEvery) {
+            shipper.enqueue(.begin)
+            shipper.enqueue(.consolidate(chain: chain, all: false))
+            shipper.enqueue(.end(ShippedUnit(kind: .merge, chain: chain)))
+            batchesSinceMerge = 0
+        }
+    }
+
+    /// A full snapshot of the last state (its page list a delta on the last
+    /// full one when small), which becomes the base of a new chain; the
+    /// chain it closes is gathered into one segment and one index object.
+    private func fold() throws {
+        try cut()
+        let started = Clock.now()
+        let listBytes: [UInt8]
+        var becomesFull = false
+        if let full = lastFull, let changes = delta(from: full.ids) {
+            listBytes = PageListObject.encodeDelta(base: full.id, pageCount: ids.count, changes: changes, for: repository)
+        } else {
+            listBytes = PageListObject.encodeFull(ids, for: repository)
+            becomesFull = true
+        }
+        let sealedList = try repository.keys.seal(listBytes)
+        let listID = SHA256Digest.of(sealedList)
+        if becomesFull { lastFull = (listID, ids) }
+        var snapshot = makeSnapshot(list: listID.hex, parent: chainBase.id, time: Double(lastObserved) / 1e6, pagesNew: 0,
+                                    follows: ReplicaInfo.Follows(chain: chain, state: number, firstTime: chainBase.time, lastTime: Double(lastObserved) / 1e6))
+        snapshot.durationSeconds = Clock.now() - started
+        snapshot.bytesAdded = Int64(sealedList.count + snapshot.encoded().count)
+        let sealedSnapshot = try repository.keys.seal(snapshot.encoded())
+        snapshot.id = Hex.encode(SHA256Digest.of(sealedSnapshot).bytes)
+        shipper.enqueue(.begin)
+        shipper.enqueue(.put(key: "lists/" + listID.hex, bytes: sealedList, role: .list))
+        shipper.enqueue(.put(key: "snapshots/" + snapshot.id, bytes: sealedSnapshot, role: .snapshot))
+        shipper.enqueue(.consolidate(chain: chain, all: true))
+        shipper.enqueue(.end(ShippedUnit(kind: .fold, chain: snapshot.id, snapshot: snapshot.id)))
+        chain = snapshot.id
+        chainBase = snapshot
+        number = 0
+        known = KnownPages(ids)
+        batchesSinceMerge = 0
+    }
+
+    /// The changes from `full` to the current ids, when a delta is under half a full list.
+    private func delta(from full: [PageID]) -> [(index: UInt32, id: PageID)]? {
+        let limit = ids.count * 32 / 2 / 36
+        var changes: [(index: UInt32, id: PageID)] = []
+        for i in 0..<ids.count where i >= full.count || full[i] != ids[i] {
+            changes.append((UInt32(i), ids[i]))
+            if changes.count > limit { return nil }
+        }
+        return changes
+    }
+
+    /// A snapshot of the current ids (the base of a chain).
+    private func makeSnapshot(list: String, parent: String?, time: Double, pagesNew: Int, follows: ReplicaInfo.Follows?) -> Snapshot {
+        var facts: [(String, JSON)] = []
+        if header.count >= DatabaseHeader.size, let h = try? DatabaseHeader(bytes: Array(header.prefix(DatabaseHeader.size))) {
+            facts += [("application_id", .integer(Int64(h.applicationID))), ("auto_vacuum", .integer(Int64(h.autoVacuum))),
+                      ("reserved_bytes", .integer(Int64(h.reservedBytes))), ("schema_format", .integer(Int64(h.schemaFormat))),
+                      ("sqlite_version", .string(h.sqliteVersion)), ("text_encoding", .string(h.textEncodingName ?? "unknown")),
+                      ("user_version", .integer(Int64(h.userVersion)))]
+        }
+        facts.append(("journal_mode", .string("wal")))
+        facts.sort { $0.0 < $1.0 }
+        return Snapshot(database: name, path: path, hostname: hostname, time: time, tags: options.tags, pageSize: pageSize,
+                        pageCount: ids.count, list: list, parent: parent, databaseSHA256: nil, pagesSHA256: PagesDigest.of(ids),
+                        logicalHash: "", header: facts, pagesNew: pagesNew, bytesAdded: 0, durationSeconds: 0, strategy: "replicate",
+                        verification: "skipped", replica: ReplicaInfo(position: position, follows: follows))
+    }
+
+    /// A new chain: every page of `mark`'s snapshot read, those the
+    /// repository lacks stored (as a backup stores them, its index read
+    /// once for that), then the list and the base snapshot, under a shared lock.
+    private func newChain(at mark: ReadMark, parent: Snapshot?) throws {
+        let started = Clock.now()
+        guard let file = try PageFile(marks.connection(of: mark), walIndex: mark.header, cacheChunks: 16), file.seesWholeSnapshot,
+              file.pageSize == pageSize else {
+            throw FollowerRestart(description: "\(source): the database's pages cannot be read")
+        }
+        let lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: options.lockTimeout)
+        defer { lock.release() }
+        let index = SharedIndex(try repository.loadIndex())
+        let writer = PackWriter(repository: repository)
+        writer.afterPack = { try lock.refresh() }
+        let classifier = PageClassifier(index: index, writer: writer)
+        let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
+        var refs = PageRefs()
+        var newIDs: [PageID] = []
+        newIDs.reserveCapacity(Int(file.pageCount))
+        var stored = 0
+        for p in 1...max(1, file.pageCount) {
+            let bytes = try pageBytes(file, p)
+            let id = bytes.withUnsafeBytes { repository.pageID($0) }
+            newIDs.append(id)
+            if classifier.classify(id, into: &refs) {
+                bytes.withUnsafeBytes { builder.append(Int(refs.refs.last! & ~PageRefs.own), $0) }
+                stored += 1
+            }
+            if p % 512 == 0 { try builder.drain() }
+            if p == 1 { header = Array(bytes.prefix(100)) }
+        }
+        try builder.finish()
+        try writer.flush()
+        var bytesAdded = writer.bytesWritten + Int64(try writer.writeIndex())
+        ids = newIDs
+        refs = PageRefs()
+        // The list: a delta on the parent's full list when small.
+        var full: (id: PageID, ids: [PageID])?
+        if let parent, let key = try? repository.listKeys(of: parent).last, let fullID = PageID(hex: String(key.dropFirst("lists/".count))),
+           let fullIDs = try? repository.loadList(fullID.hex) {
+            full = (fullID, fullIDs)
+        }
+        let listObject: [UInt8]
+        if let full, let changes = delta(from: full.ids) {
+            listObject = PageListObject.encodeDelta(base: full.id, pageCount: ids.count, changes: changes, for: repository)
+            lastFull = full
+        } else {
+            listObject = PageListObject.encodeFull(ids, for: repository)
+            full = nil
+        }
+        let (listID, listBytes) = try repository.putObject(prefix: "lists", listObject)
+        if full == nil { lastFull = (PageID(hex: listID)!, ids) }
+        bytesAdded += Int64(listBytes)
+        position = mark.header.position
+        lastObserved = mark.observedMicros
+        var snapshot = makeSnapshot(list: listID, parent: parent?.id, time: Double(mark.observedMicros) / 1e6, pagesNew: stored, follows: nil)
+        snapshot.durationSeconds = Clock.now() - started
+        snapshot.bytesAdded = bytesAdded + Int64(snapshot.encoded().count)
+        let (id, _) = try repository.putObject(prefix: "snapshots", snapshot.encoded())
+        snapshot.id = id
+        chain = id
+        chainBase = snapshot
+        number = 0
+        digest = StateDigest.of(ids)
+        known = KnownPages(ids)
+        report(.snapshot(database: source, id: id, kind: "base"))
+    }
+}
+
+/// SHA-256 of bytes as a PageID (object names).
+enum SHA256Digest {
+    static func of(_ bytes: [UInt8]) -> PageID { PageID(digest: SHA256.hash(data: bytes)) }
+}

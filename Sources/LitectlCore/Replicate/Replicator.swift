@@ -1,0 +1,268 @@
+// `litectl replicate`: a follower per database (Follower.swift), each on a
+// thread of its own with its shipper, until a stop is requested; then each
+// ships what is committed and ends. A database that fails is followed again
+// after a pause (from the repository's record), without stopping the others.
+// What happens is reported through a callback (the core never prints), and
+// a Prometheus textfile is written every interval. Part of the replicate
+// capability, built on Repository/.
+import Foundation
+
+public struct ReplicateOptions: Sendable {
+    /// Seconds between segments shipped.
+    public var interval: Double = 1
+    /// Seconds between looks at the -wal: a state per look that finds commits.
+    public var poll: Double = 0.1
+    /// Seconds between full snapshots that start a new chain (0: never, but on request).
+    public var foldInterval: Double = 3600
+    /// Segments after which the recent ones are gathered into one, and their
+    /// pages regrouped (at least 2).
+    public var mergeEvery = 60
+    /// Seconds to wait for the repository's lock when a new chain starts.
+    public var lockTimeout: Double = 60
+    public var tags: [String] = []
+    public var metricsFile: String?
+    /// Seconds a stop waits for the repository to take what is left.
+    public var stopTimeout: Double = 60
+    /// 0: never checkpoint. Else, once the -wal holds this many frames,
+    /// run a RESTART checkpoint (through a read-write connection of its own;
+    /// see ReadMarks.restartCheckpoint), so that the -wal restarts.
+    public var checkpointFrames = 0
+    public init() {}
+}
+
+/// What `replicate` follows and where to: from the command line, or from a
+/// host config file (`backup --config`'s TOML) with the command line's
+/// options over it (`merging`).
+public struct ReplicateSettings: Sendable {
+    public var location = RepositoryLocation()
+    public var sources: [String] = []
+    /// Globs of the config file that matched no database.
+    public var unmatched: [String] = []
+    public var options = ReplicateOptions()
+    public init() {}
+
+    /// The config's databases, repository, tags, metrics file and lock
+    /// timeout, with the command line's location parts, metrics file and
+    /// timeout over them when given and its tags added (the config's jobs,
+    /// verify and [keep] do not apply).
+    public static func merging(config: HostConfig, commandLine: ReplicateSettings, timeoutGiven: Bool) -> ReplicateSettings {
+        var s = commandLine
+        let given = commandLine.location
+        s.location.url = config.repository
+        s.location.endpoint = given.endpoint ?? config.endpoint
+        s.location.region = given.region ?? config.region
+        s.location.profile = given.profile ?? config.profile
+        s.location.keyFile = given.keyFile ?? config.keyFile
+        s.location.passphraseFile = given.passphraseFile ?? config.passphraseFile
+        let expanded = config.expandDatabases()
+        s.sources = expanded.paths
+        s.unmatched = expanded.unmatched
+        s.options.tags = config.tags + commandLine.options.tags
+        s.options.metricsFile = commandLine.options.metricsFile ?? config.metricsFile
+        if !timeoutGiven, let timeout = config.timeout { s.options.lockTimeout = timeout }
+        return s
+    }
+}
+
+/// What a follower reports.
+public enum ReplicateEvent: Sendable {
+    /// Following a chain: "resumed" (at `state`) or "new chain".
+    case started(database: String, chain: String, state: UInt64, how: String)
+    /// Frames were missed; the whole database was compared with the last state.
+    case resync(database: String, reason: String)
+    case shipped(Shipment)
+    /// A snapshot written: the base of a new chain, or a fold.
+    case snapshot(database: String, id: String, kind: String)
+    case problem(database: String, message: String, retrying: Bool)
+    /// The follower ended; `complete` when everything it recorded was shipped.
+    case stopped(database: String, complete: Bool)
+
+    public struct Shipment: Sendable {
+        public var database: String
+        public var kind: String
+        public var chain: String
+        public var segment: String?
+        public var snapshot: String?
+        public var states: [ReplicaState]
+        public var bytes: Int64
+        /// When it was durable in the repository (wall clock).
+        public var durable: Double
+
+        init(database: String, unit: ShippedUnit, bytes: Int64) {
+            self.database = database
+            kind = switch unit.kind { case .states: "segment"; case .base: "base"; case .fold: "fold"; case .merge: "merge" }
+            chain = unit.chain; segment = unit.segment; snapshot = unit.snapshot; states = unit.states
+            self.bytes = bytes
+            durable = Clock.wall()
+        }
+    }
+}
+
+/// A follower's figures for the metrics file and the lag, shared between its threads.
+public final class FollowerStatus: @unchecked Sendable {
+    public let database: String
+    private let lock = NSLock()
+    /// Observed times (µs) of the states recorded and not yet durable, oldest first.
+    private var pending: [UInt64] = []
+    public private(set) var lastShipped: Double?
+    public private(set) var bytesShipped: Int64 = 0
+    public private(set) var errors = 0
+    public private(set) var resyncs = 0
+    public private(set) var statesShipped = 0
+
+    init(database: String) { self.database = database }
+
+    func recorded(_ state: ReplicaState) {
+        lock.lock(); pending.append(state.observedMicros); lock.unlock()
+    }
+
+    func shipped(_ unit: ShippedUnit, bytes: Int64) {
+        lock.lock(); defer { lock.unlock() }
+        bytesShipped += bytes
+        guard let last = unit.states.last else { return }
+        let drop = min(pending.count, unit.states.count)
+        pending.removeFirst(drop)
+        statesShipped += unit.states.count
+        lastShipped = last.observed
+    }
+
+    /// The follower starts again from the repository: the states it had
+    /// not shipped are recorded anew (else the lag would count from them for ever).
+    func restarted() { lock.lock(); pending.removeAll(); lock.unlock() }
+
+    func noteError() { lock.lock(); errors += 1; lock.unlock() }
+    func noteResync() { lock.lock(); resyncs += 1; lock.unlock() }
+
+    /// Seconds since the oldest commit observed but not yet durable (0 when none).
+    public var lag: Double {
+        lock.lock(); defer { lock.unlock() }
+        guard let first = pending.first else { return 0 }
+        return max(0, Clock.wall() - Double(first) / 1e6)
+    }
+}
+
+public final class Replicator: @unchecked Sendable {
+    let sources: [String]
+    let repository: Repository
+    let options: ReplicateOptions
+    let events: @Sendable (ReplicateEvent) -> Void
+    private let controls: [FollowerControl]
+    public let statuses: [FollowerStatus]
+    private let stopped = NSCondition()
+    private var stopRequested = false
+
+    public init(sources: [String], repository: Repository, options: ReplicateOptions,
+                events: @escaping @Sendable (ReplicateEvent) -> Void) {
+        // One follower per file, however it is named (`a.db ./a.db`): two
+        // sets of read marks on one -shm in one process would each drop the
+        // other's POSIX locks when they close a descriptor of it.
+        var seen = Set<String>()
+        let sources = sources.filter { seen.insert(BackupJob.resolvedPath($0)).inserted }
+        self.sources = sources; self.repository = repository; self.options = options; self.events = events
+        controls = sources.map { _ in FollowerControl() }
+        statuses = sources.map { FollowerStatus(database: $0) }
+    }
+
+    /// Asks every follower to ship what is committed and end (from any thread).
+    public func stop() {
+        for c in controls { c.requestStop() }
+        stopped.lock(); stopRequested = true; stopped.broadcast(); stopped.unlock()
+    }
+
+    /// Asks every follower to fold its chain into a full snapshot now.
+    public func foldNow() { for c in controls { c.requestFold() } }
+
+    private var isStopping: Bool { stopped.lock(); defer { stopped.unlock() }; return stopRequested }
+
+    /// Follows every database until `stop()`. Returns true when each one
+    /// ended with everything it recorded shipped.
+    public func run() throws -> Bool {
+        guard repository.holdsSegments else {
+            throw StoreError(.other, location: repository.location,
+                             message: "repository format version \(repository.version): replicate stores segments, which need version 4 (an older litectl would not know that they use packs, and its prune would delete them); upgrade it with `litectl repo upgrade \(repository.location)` once every litectl that uses it is this version or later")
+        }
+        // Each database is checked once first (WAL mode, a -shm it can write):
+        // a misconfiguration stops the start, with its one line.
+        for source in sources {
+            let marks = try ReadMarks(path: source)
+            marks.close()
+        }
+        let results = Locked([Bool](repeating: false, count: sources.count))
+        let group = DispatchGroup()
+        for (i, source) in sources.enumerated() {
+            group.enter()
+            let thread = Thread { [self] in
+                results.withLock { $0[i] = follow(source, control: controls[i], status: statuses[i]) }
+                group.leave()
+            }
+            thread.name = "litectl-follow"
+            thread.start()
+        }
+        let metrics = options.metricsFile.map { file in
+            Concurrently.start { [self] in
+                while !isStopping {
+                    writeMetrics(to: file)
+                    stopped.lock()
+                    if !stopRequested { _ = stopped.wait(until: Date().addingTimeInterval(max(0.2, options.interval))) }
+                    stopped.unlock()
+                }
+            }
+        }
+        group.wait()
+        _ = try? metrics?.wait()
+        if let file = options.metricsFile { writeMetrics(to: file) }
+        return results.withLock { $0 }.allSatisfy { $0 }
+    }
+
+    /// One database, followed again after a failure (5 s, doubling to 60 s).
+    private func follow(_ source: String, control: FollowerControl, status: FollowerStatus) -> Bool {
+        var delay = 5.0
+        while true {
+            let follower = DatabaseFollower(source: source, repository: repository, options: options, control: control,
+                                            status: status, report: events)
+            do {
+                let complete = try follower.run()
+                events(.stopped(database: source, complete: complete))
+                return complete
+            } catch {
+                status.restarted()
+                status.noteError()
+                let message = (error as? DatabaseError)?.description ?? (error as? StoreError)?.description ?? "\(error)"
+                let stopping = control.stopRequested
+                events(.problem(database: source, message: message, retrying: !stopping))
+                if stopping { events(.stopped(database: source, complete: false)); return false }
+                let until = Clock.now() + delay
+                while Clock.now() < until && !control.stopRequested { usleep(50_000) }
+                delay = min(60, delay * 2)
+            }
+        }
+    }
+
+    /// The Prometheus textfile (node_exporter's textfile collector), atomically.
+    func writeMetrics(to file: String) {
+        try? BackupJob.writeAtomically(Array(ReplicateMetrics.text(statuses).utf8), to: file, permissions: 0o644)
+    }
+}
+
+enum ReplicateMetrics {
+    static func text(_ statuses: [FollowerStatus]) -> String {
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ value: (FollowerStatus) -> String?) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for s in statuses {
+                if let v = value(s) { out += "\(name){database=\"\(BackupMetrics.escape(BackupJob.resolvedPath(s.database)))\"} \(v)\n" }
+            }
+        }
+        family("litectl_replicate_lag_seconds", "gauge", "Seconds since the oldest commit observed and not yet durable in the repository (0 when none).") {
+            BackupMetrics.format($0.lag)
+        }
+        family("litectl_replicate_last_shipped_commit_timestamp_seconds", "gauge", "When the newest state durable in the repository was observed (seconds since 1970).") {
+            $0.lastShipped.map { BackupMetrics.format($0) }
+        }
+        family("litectl_replicate_shipped_bytes_total", "counter", "Bytes written to the repository since the follower started.") { String($0.bytesShipped) }
+        family("litectl_replicate_shipped_states_total", "counter", "States made durable since the follower started.") { String($0.statesShipped) }
+        family("litectl_replicate_errors_total", "counter", "Failures (each retried) since the follower started.") { String($0.errors) }
+        family("litectl_replicate_resyncs_total", "counter", "Page-by-page comparisons made because frames were missed.") { String($0.resyncs) }
+        return out
+    }
+}

@@ -1,0 +1,161 @@
+// What the follower ships at each interval, built from the states it
+// recorded: their new pages gathered into blobs (the versions of one page
+// side by side, so that zstd stores a later version as its few changed
+// bytes), the blobs into packs, one index object for them, then the segment
+// naming the states. Each object is made whole here, on the follower's
+// thread, and handed to the shipper in write order (packs, index, segment),
+// so that no segment is ever durable before the pages it names. Part of the
+// replicate capability, built on Repository/'s blobs, packs, index objects,
+// crypto and object names.
+import Crypto
+
+/// One unit of work for the shipper: objects written under one shared lock, in order.
+enum UploadItem {
+    /// Take the repository's shared lock (prune waits for it).
+    case begin
+    /// Write an object (its key names its content; writing it again is harmless).
+    case put(key: String, bytes: [UInt8], role: Role)
+    /// Gather the chain's recent segments and index objects into one each
+    /// (`all`: every segment of the chain, when it is closed by a fold).
+    case consolidate(chain: String, all: Bool)
+    /// Release the lock; what was written is durable: report it.
+    case end(ShippedUnit)
+    /// No more items: the shipper stops once everything before is written.
+    case finish
+
+    enum Role { case pack, index, segment, list, snapshot }
+
+    var size: Int { if case .put(_, let bytes, _) = self { return bytes.count } else { return 0 } }
+}
+
+/// What a unit made durable.
+struct ShippedUnit {
+    enum Kind { case states, base, fold, merge }
+    var kind: Kind
+    var chain: String
+    /// The states shipped (empty for a merge).
+    var states: [ReplicaState] = []
+    /// The snapshot written (base, fold).
+    var snapshot: String?
+    var segment: String?
+}
+
+/// A set of page ids known to be stored and named by the current chain (its
+/// base's pages and the pages its states added): a page met again is not
+/// stored again. 40 bytes a page.
+struct KnownPages {
+    private(set) var ids: [PageID] = []
+    private var table = IDTable()
+
+    init<S: Sequence>(_ initial: S) where S.Element == PageID {
+        for id in initial { _ = insert(id) }
+    }
+
+    func contains(_ id: PageID) -> Bool { table.find(id, in: ids) != nil }
+
+    /// Adds `id`; false when it was there already.
+    mutating func insert(_ id: PageID) -> Bool {
+        if table.find(id, in: ids) != nil { return false }
+        ids.append(id)
+        table.insert(id, position: UInt32(ids.count - 1), in: ids)
+        return true
+    }
+}
+
+final class SegmentBatch {
+    let repository: Repository
+    let pageSize: Int
+    private let log2: UInt8
+    private let compressor = ZstdCompressor(level: Repository.blobLevel)
+    /// New pages not yet in blobs: the raw bytes, compressed at the cut (or
+    /// sooner, past `rawLimit`) in (page, state) order.
+    private var raw: [(page: UInt32, number: UInt64, id: PageID, bytes: [UInt8])] = []
+    private var rawBytes = 0
+    static let rawLimit = 8 << 20
+    /// The pack being filled, and the blobs written since the last index object.
+    private var pack: [UInt8] = []
+    private var packIDs: [PageID] = []
+    private var blobs: [BlobRecord] = []
+    private var blobIDs: [[PageID]] = []
+    private(set) var states: [ReplicaState] = []
+    private var begun = false
+    /// Bytes handed to the shipper for the unit in progress.
+    private(set) var bytes: Int64 = 0
+    let emit: (UploadItem) throws -> Void
+
+    init(repository: Repository, pageSize: Int, emit: @escaping (UploadItem) throws -> Void) {
+        self.repository = repository; self.pageSize = pageSize; self.emit = emit
+        log2 = UInt8(pageSize.trailingZeroBitCount)
+    }
+
+    var isEmpty: Bool { states.isEmpty }
+    var firstObserved: UInt64? { states.first?.observedMicros }
+
+    /// A new page of state `number` (its bytes are copied).
+    func addPage(_ page: UInt32, number: UInt64, id: PageID, bytes: UnsafeRawBufferPointer) throws {
+        raw.append((page, number, id, Array(bytes)))
+        rawBytes += bytes.count
+        if rawBytes >= Self.rawLimit { try compressRaw() }
+    }
+
+    func addState(_ state: ReplicaState) { states.append(state) }
+
+    private func send(_ item: UploadItem) throws {
+        if !begun { begun = true; try emit(.begin) }
+        bytes += Int64(item.size)
+        try emit(item)
+    }
+
+    /// The raw pages into blobs: a page's versions side by side.
+    private func compressRaw() throws {
+        guard !raw.isEmpty else { return }
+        raw.sort { ($0.page, $0.number) < ($1.page, $1.number) }
+        let perBlob = repository.blobPages(pageSize: pageSize)
+        var start = 0
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(perBlob * pageSize)
+        while start < raw.count {
+            let end = min(raw.count, start + perBlob)
+            buffer.removeAll(keepingCapacity: true)
+            for r in raw[start..<end] { buffer.append(contentsOf: r.bytes) }
+            let blob = try buffer.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
+            if !pack.isEmpty && pack.count + blob.count > repository.packSize { try flushPack() }
+            blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
+                                    pages: UInt8(end - start), pageSizeLog2: log2, source: 0))
+            blobIDs.append(raw[start..<end].map(\.id))
+            pack.append(contentsOf: blob)
+            start = end
+        }
+        raw.removeAll(keepingCapacity: false)
+        rawBytes = 0
+    }
+
+    private func flushPack() throws {
+        guard !pack.isEmpty else { return }
+        let id = PageID(digest: SHA256.hash(data: pack))
+        packIDs.append(id)
+        try send(.put(key: Repository.packKey(id), bytes: pack, role: .pack))
+        pack = []
+    }
+
+    /// Ends the batch: the last pack, the index object of its blobs, the
+    /// segment of its states, and the end of the unit. nil when no state was recorded.
+    func cut(chain: String, hostname: String, path: String) throws -> ShippedUnit? {
+        guard !states.isEmpty else { return nil }
+        try compressRaw()
+        try flushPack()
+        if !blobs.isEmpty {
+            let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { self.blobs[$0] },
+                                            id: { self.blobIDs[$0][$1] })
+            let sealed = try repository.keys.seal(object)
+            try send(.put(key: "index/" + Hex.encode(Array(SHA256.hash(data: sealed))), bytes: sealed, role: .index))
+        }
+        let segment = Segment(chain: chain, hostname: hostname, path: path, pageSize: pageSize, states: states)
+        let (key, sealed) = try repository.sealSegment(segment)
+        try send(.put(key: key, bytes: sealed, role: .segment))
+        let unit = ShippedUnit(kind: .states, chain: chain, states: states, segment: key)
+        try emit(.end(unit))
+        states = []; blobs = []; blobIDs = []; packIDs = []; begun = false; bytes = 0
+        return unit
+    }
+}

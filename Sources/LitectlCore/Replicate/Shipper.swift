@@ -1,0 +1,207 @@
+// The follower's writer to the repository, on a thread of its own so that
+// the follower keeps reading the -wal (and taking turns with its read marks,
+// so the application's checkpoints proceed) while an object store is slow
+// or failing. Items come in write order through a queue bounded in bytes;
+// each unit is written under a shared lock (prune waits for it, and gets in
+// between units); an object that cannot be written is retried with backoff
+// until it is, never skipped. Recent segments and index objects are gathered
+// into one each now and then, so that restores read few objects. Part of the
+// replicate capability (built on Repository/'s locks, index objects and
+// object stores).
+import Foundation
+import Crypto
+
+final class Shipper: @unchecked Sendable {
+    let repository: Repository
+    let database: String
+    private let condition = NSCondition()
+    private var queue: [UploadItem] = []
+    private var queuedBytes = 0
+    /// The follower waits while this many bytes wait to be written.
+    let limit: Int
+    private var stopDeadline: Double?
+    private(set) var failed = false
+    /// Called on the shipper's thread after each unit is durable, and on each failure.
+    let shipped: (ShippedUnit, Int64) -> Void
+    let problem: (String, Bool) -> Void
+    /// Segment and index objects of the current chain written since they were last gathered.
+    private var recentSegments: [String] = []
+    private var recentIndexes: [String] = []
+    /// Index objects of the chain that gatherings made.
+    private var chainIndexes: [String] = []
+
+    init(repository: Repository, database: String, limit: Int = 16 << 20,
+         shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
+        self.repository = repository; self.database = database; self.limit = limit
+        self.shipped = shipped; self.problem = problem
+    }
+
+    /// Queues an item; waits while the queue is over its limit (unless `stopping()`).
+    func enqueue(_ item: UploadItem, stopping: () -> Bool = { false }) {
+        condition.lock(); defer { condition.unlock() }
+        while queuedBytes > limit && !failed && !stopping() { _ = condition.wait(until: Date().addingTimeInterval(0.1)) }
+        queue.append(item)
+        queuedBytes += item.size
+        condition.broadcast()
+    }
+
+    /// The end of the queue: retries give up at `deadline` (wall clock),
+    /// and the finish is queued without waiting for room (a full queue
+    /// during a store outage would otherwise hold a stop past its timeout).
+    func finish(giveUpAt deadline: Double) {
+        giveUp(at: deadline)
+        enqueue(.finish, stopping: { true })
+    }
+
+    var pendingBytes: Int { condition.lock(); defer { condition.unlock() }; return queuedBytes }
+
+    /// From now on, give up retrying at `deadline` (wall clock).
+    func giveUp(at deadline: Double) {
+        condition.lock(); stopDeadline = deadline; condition.broadcast(); condition.unlock()
+    }
+
+    private func next() -> UploadItem {
+        condition.lock(); defer { condition.unlock() }
+        while queue.isEmpty { condition.wait() }
+        let item = queue.removeFirst()
+        queuedBytes -= item.size
+        condition.broadcast()
+        return item
+    }
+
+    private var deadlinePassed: Bool {
+        condition.lock(); defer { condition.unlock() }
+        return stopDeadline.map { Clock.wall() >= $0 } ?? false
+    }
+
+    /// Runs `body` until it succeeds, waiting 0.5 s, 1 s, 2 s ... (at most
+    /// 30 s) between tries; false once the stop deadline has passed.
+    /// With `skippingPermanent` (a gathering, which is an optimisation), an
+    /// error that no retry mends (a damaged or missing object, a refusal)
+    /// is reported and the step skipped (true): it never blocks shipping.
+    private func retrying(_ what: String, skippingPermanent: Bool = false, _ body: () throws -> Void) -> Bool {
+        var delay = 0.5
+        while true {
+            do { try body(); return true } catch {
+                let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
+                if skippingPermanent && !Self.isTransient(error) {
+                    problem("\(what): \(message); skipped (the segments stay as they are)", false)
+                    return true
+                }
+                if deadlinePassed { problem("\(what): \(message); giving up", false); return false }
+                problem("\(what): \(message); retrying in \(String(format: "%.1f", delay)) s", true)
+                var waited = 0.0
+                while waited < delay && !deadlinePassed { Thread.sleep(forTimeInterval: 0.1); waited += 0.1 }
+                delay = min(30, delay * 2)
+            }
+        }
+    }
+
+    /// A store that could not be reached or a local I/O error: worth retrying.
+    static func isTransient(_ error: any Error) -> Bool {
+        guard let error = error as? StoreError else { return false }
+        return error.kind == .unavailable || error.kind == .io
+    }
+
+    /// Writes items until `.finish`. Returns false when something could not be written.
+    func run() -> Bool {
+        var lock: RepoLock?
+        var unitBytes: Int64 = 0
+        defer { lock?.release() }
+        while true {
+            let item = next()
+            if failed { if case .finish = item { return false }; continue }
+            switch item {
+            case .begin:
+                unitBytes = 0
+                if !retrying("\(repository.location): cannot take a shared lock", {
+                    lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
+                }) { fail() }
+            case .put(let key, let bytes, let role):
+                if !retrying("\(repository.objectName(key)): cannot write", {
+                    try lock?.refresh()
+                    try repository.store.put(key, bytes)
+                }) { fail(); continue }
+                unitBytes += Int64(bytes.count)
+                switch role {
+                case .segment: recentSegments.append(key)
+                case .index: recentIndexes.append(key)
+                default: break
+                }
+            case .consolidate(let chain, let all):
+                if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", skippingPermanent: true, {
+                    unitBytes += try consolidate(chain: chain, all: all)
+                }) { fail() }
+            case .end(let unit):
+                lock?.release(); lock = nil
+                shipped(unit, unitBytes)
+            case .finish:
+                return true
+            }
+        }
+    }
+
+    private func fail() {
+        condition.lock(); failed = true; condition.broadcast(); condition.unlock()
+    }
+
+    /// Gathers segments into one (with `all`, every segment of the chain,
+    /// which a fold closes; else those written since the last gathering),
+    /// regroups the recent batches' pages (Regroup.swift), and gathers index
+    /// objects (with `all`, every one written for the chain). Each new
+    /// object is written before those it replaces are removed; a retry after
+    /// a failure midway skips what is gone. Returns the bytes written.
+    private func consolidate(chain: String, all: Bool) throws -> Int64 {
+        var written: Int64 = 0
+        let segmentKeys = all ? try repository.segmentKeys(chain: chain).map(\.key) : recentSegments
+        var segments: [(key: String, segment: Segment)] = []
+        for key in segmentKeys {
+            do { segments.append((key, try repository.loadSegment(key))) } catch let error as StoreError where error.kind == .notFound {}
+        }
+        let recent = segments.filter { recentSegments.contains($0.key) }.map(\.segment)
+        if segments.count > 1 {
+            var states: [UInt64: ReplicaState] = [:]
+            for s in segments { for state in s.segment.states { states[state.number] = state } }
+            let ordered = states.keys.sorted().map { states[$0]! }
+            // Only a run with no gap is gathered (a gap is left for verify to report).
+            if let first = ordered.first, ordered.last!.number - first.number + 1 == UInt64(ordered.count) {
+                let one = segments[0].segment
+                let merged = Segment(chain: chain, hostname: one.hostname, path: one.path, pageSize: one.pageSize, states: ordered)
+                let (key, bytes) = try repository.putSegment(merged)
+                written += Int64(bytes)
+                for old in segments.map(\.key) where old != key { try repository.store.delete(old) }
+            }
+        }
+        recentSegments = []
+        // The packs a regrouping replaced stay: pack names are content
+        // addresses, so another index object (a backup's, an older chain's)
+        // may name the same pack; prune removes the packs no index names.
+        if recentIndexes.count > 1, let outcome = try Regroup.run(repository, indexKeys: recentIndexes, segments: recent) {
+            written += outcome.bytes
+            for old in outcome.replaced where old != outcome.indexKey { try repository.store.delete(old) }
+            recentIndexes = [outcome.indexKey]
+        }
+        let indexKeys = all ? chainIndexes + recentIndexes : []
+        var gathered: [String] = []
+        var index = RepoIndex()
+        if indexKeys.count > 1 {
+            for key in indexKeys {
+                let bytes: [UInt8]
+                do { bytes = try repository.getObject(key) } catch let error as StoreError where error.kind == .notFound { continue }
+                try IndexObject.decode(bytes, what: repository.objectName(key), into: &index, source: UInt32(gathered.count))
+                gathered.append(key)
+            }
+        }
+        if gathered.count > 1 {
+            let byBlob = index.entriesByBlob()
+            let object = IndexObject.encode(for: repository, packs: index.packs, blobCount: index.blobs.count, blob: { index.blobs[$0] },
+                                            id: { b, slot in index.entries[Int(byBlob.positions[Int(byBlob.starts[b]) + slot])].id })
+            let (id, bytes) = try repository.putObject(prefix: "index", object)
+            written += Int64(bytes)
+            for old in gathered where old != "index/" + id { try repository.store.delete(old) }
+        }
+        chainIndexes = all ? [] : chainIndexes + recentIndexes
+        recentIndexes = []
+        return written
+    }
+}

@@ -1,0 +1,205 @@
+// `litectl replicate DB... --repo URL`: follow databases into a repository
+// until SIGTERM or SIGINT, a segment every --interval (LitectlCore's Replicator).
+import ArgumentParser
+import Dispatch
+import Foundation
+import LitectlCore
+
+struct Replicate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow WAL databases into a repository, so that any moment can be restored.",
+        discussion: """
+            A foreground process (for systemd: scripts/litectl-replicate.service). For each \
+            database it holds a read mark (a read transaction on a read-only connection, \
+            taken again at every look so that the application's checkpoints proceed), reads \
+            the commits from the -wal (checksums and salts checked, up to the last commit \
+            frame), and records each look that finds commits as one state: the pages they \
+            changed, the -wal position and the time. Every --interval the states go to the \
+            repository as a segment (their new pages in packs, deduplicated and compressed \
+            as backups' are); every --fold-interval (and on SIGUSR1) a full snapshot starts a \
+            new chain so that restores stay quick. `litectl restore --repo URL latest --db \
+            NAME --at TIME TARGET` then lands on the last state observed at or before TIME, \
+            checked end to end; `litectl snapshots` lists the range of times each database \
+            can be restored to.
+
+            It never writes to the databases: no helper table, no checkpoint (unless \
+            --checkpoint-frames asks). Its read mark keeps an automatic (PASSIVE) checkpoint \
+            from catching up with the last commit while commits keep coming, so the -wal \
+            restarts only at the application's RESTART or TRUNCATE checkpoints (which wait \
+            a few milliseconds for it) or at --checkpoint-frames. When it finds \
+            frames it missed (the -wal restarted while it was not running), it compares the \
+            whole database with the last state, page by page, and records the difference: \
+            never a gap. Killed at any moment, it resumes from the repository's record with \
+            no gap and no duplicate. On SIGTERM or SIGINT it ships what is committed and \
+            exits 0 (2 when the repository could not take it within --stop-timeout). Object \
+            store failures are retried with backoff while the read mark is kept. Databases \
+            in rollback-journal mode are refused (switch them with PRAGMA journal_mode=wal, \
+            or back them up with backup --repo). The repository must be format version 4 \
+            (`litectl repo upgrade URL` upgrades a version-3 one).
+
+            --config FILE takes the databases, repository and settings from the TOML of \
+            backup --config (jobs, verify and [keep] do not apply; its timeout is the wait \
+            for the repository's lock when a chain starts, 60 s by default). -v reports \
+            each segment on stderr (problems and resyncs are reported unless -q, which \
+            keeps only problems that are not retried); --json prints every event as one \
+            JSON object per line on stdout. --metrics-file writes a \
+            Prometheus textfile every interval: litectl_replicate_lag_seconds, \
+            litectl_replicate_last_shipped_commit_timestamp_seconds, \
+            litectl_replicate_shipped_bytes_total, litectl_replicate_shipped_states_total, \
+            litectl_replicate_errors_total, litectl_replicate_resyncs_total. docs/replicate.md \
+            says how it stays correct.
+            """)
+
+    @Argument(help: ArgumentHelp("WAL databases to follow.", valueName: "db"))
+    var paths: [String] = []
+
+    @OptionGroup(title: "Repository") var repository: RepoOptions
+
+    @Option(help: ArgumentHelp("Read the databases, repository and settings from this TOML file (the format of backup --config).", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Seconds between segments shipped.", valueName: "seconds"))
+    var interval: Double = 1
+
+    @Option(help: ArgumentHelp("Seconds between looks at each -wal: the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark.", valueName: "seconds"))
+    var pollInterval: Double = 0.1
+
+    @Option(help: ArgumentHelp("Seconds between full snapshots that start a new chain (0: only on SIGUSR1).", valueName: "seconds"))
+    var foldInterval: Double = 3600
+
+    @Option(help: ArgumentHelp("Tag the snapshots it writes (repeatable).", valueName: "tag"))
+    var tag: [String] = []
+
+    @Option(help: ArgumentHelp("Write a Prometheus textfile here every interval.", valueName: "path"))
+    var metricsFile: String?
+
+    @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
+    var stopTimeout: Double = 60
+
+    @Option(help: ArgumentHelp("Run a RESTART checkpoint once the -wal holds this many frames, so that it restarts (default 0: never; the application's own RESTART or TRUNCATE checkpoints are then needed, see the discussion).", valueName: "frames"))
+    var checkpointFrames = 0
+
+    @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one object and their pages regrouped (2 or more).", valueName: "n"))
+    var gatherEvery = 60
+
+    @OptionGroup var voice: VoiceOptions
+
+    @OptionGroup var lockWait: DatabaseOptions
+
+    func validate() throws {
+        if config == nil && paths.isEmpty { throw ValidationError("Give the databases to follow, or --config FILE.") }
+        if config != nil && !paths.isEmpty { throw ValidationError("Give databases or --config, not both.") }
+        if config == nil && !repository.isGiven { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
+        guard interval > 0, pollInterval > 0, pollInterval <= interval else {
+            throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
+        }
+        guard foldInterval >= 0, stopTimeout >= 0, checkpointFrames >= 0 else {
+            throw ValidationError("--fold-interval, --stop-timeout and --checkpoint-frames must be 0 or more.")
+        }
+        guard gatherEvery >= 2 else { throw ValidationError("--gather-every must be 2 or more.") }
+    }
+
+    func run() throws {
+        var settings = ReplicateSettings()
+        settings.location = repository.location
+        settings.sources = paths
+        settings.options.interval = interval
+        settings.options.poll = pollInterval
+        settings.options.foldInterval = foldInterval
+        settings.options.tags = tag
+        settings.options.metricsFile = metricsFile
+        settings.options.stopTimeout = stopTimeout
+        settings.options.checkpointFrames = checkpointFrames
+        settings.options.mergeEvery = gatherEvery
+        settings.options.lockTimeout = lockWait.seconds(default: 60)
+        let replicator: Replicator
+        do {
+            if let config {
+                settings = ReplicateSettings.merging(config: try HostConfig.load(path: config), commandLine: settings,
+                                                     timeoutGiven: lockWait.timeout != nil || lockWait.busyTimeoutMilliseconds != nil)
+                for pattern in settings.unmatched { printError("\(config): \(pattern): no database matches") }
+                if settings.sources.isEmpty { throw StoreError(.other, location: config, message: "no database to follow") }
+            }
+            let repo = try RepoOptions.open(settings.location, quiet: voice.quiet)
+            let voice = self.voice
+            replicator = Replicator(sources: settings.sources, repository: repo, options: settings.options) { event in
+                Self.report(event, voice: voice)
+            }
+        } catch {
+            throw fail(error)
+        }
+        // SIGTERM and SIGINT ask for a clean stop; SIGUSR1 for a fold. (A
+        // parent may have left them blocked, which a child inherits.)
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for s in [SIGTERM, SIGINT, SIGUSR1] { sigaddset(&handled, s) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
+        let queue = DispatchQueue(label: "litectl-signals")
+        var sources_: [DispatchSourceSignal] = []
+        for (signal, action) in [(SIGTERM, { replicator.stop() }), (SIGINT, { replicator.stop() }), (SIGUSR1, { replicator.foldNow() })] {
+            Foundation.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
+            source.setEventHandler(handler: action)
+            source.resume()
+            sources_.append(source)
+        }
+        let complete: Bool
+        do { complete = try replicator.run() } catch { throw fail(error) }
+        withExtendedLifetime(sources_) {}
+        if !complete { throw ExitStatus.error }
+    }
+
+    /// One event: problems, resyncs, starts and ends on stderr; segments with
+    /// -v; everything as JSON with --json; with -q only what is not retried
+    /// and a stop with states not shipped.
+    static func report(_ event: ReplicateEvent, voice: VoiceOptions) {
+        if voice.json {
+            printExact(eventJSON(event).compact)
+            return
+        }
+        let verbose = voice.verbose, quiet = voice.quiet
+        switch event {
+        case .started(let db, let chain, let state, let how):
+            if verbose { printError("\(db): \(how), chain \(chain.prefix(8)) at state \(state)") }
+        case .resync(let db, let reason):
+            if !quiet { printError("\(db): resync (every page compared with the last state): \(reason)") }
+        case .shipped(let s):
+            guard verbose, let last = s.states.last else { return }
+            printError("\(s.database): shipped states \(s.states[0].number)...\(last.number) of chain \(s.chain.prefix(8)) (\(humanBytes(s.bytes))), observed until \(Timestamp.iso8601(last.observed)), lag \(String(format: "%.2f", s.durable - s.states[0].observed)) s")
+        case .snapshot(let db, let id, let kind):
+            if verbose { printError("\(db): \(kind) snapshot \(id.prefix(8))") }
+        case .problem(let db, let message, let retrying):
+            if !quiet || !retrying { printError("\(db): \(message)") }
+        case .stopped(let db, let complete):
+            if !complete { printError("\(db): stopped with states not shipped") } else if verbose { printError("\(db): stopped, everything shipped") }
+        }
+    }
+
+    static func eventJSON(_ event: ReplicateEvent) -> JSON {
+        switch event {
+        case .started(let db, let chain, let state, let how):
+            return .object([("event", .string("started")), ("database", .string(db)), ("chain", .string(chain)),
+                            ("state", .integer(Int64(state))), ("how", .string(how))])
+        case .resync(let db, let reason):
+            return .object([("event", .string("resync")), ("database", .string(db)), ("reason", .string(reason))])
+        case .shipped(let s):
+            return .object([("event", .string("shipped")), ("database", .string(s.database)), ("kind", .string(s.kind)),
+                            ("chain", .string(s.chain)), ("segment", .optional(s.segment) { .string($0) }),
+                            ("snapshot", .optional(s.snapshot) { .string($0) }), ("bytes", .integer(s.bytes)),
+                            ("durable_unix", .number(s.durable)),
+                            ("states", .array(s.states.map { state in
+                                .object([("number", .integer(Int64(state.number))), ("observed_unix", .number(state.observed)),
+                                         ("salt1", .integer(Int64(state.position.salt1))), ("salt2", .integer(Int64(state.position.salt2))),
+                                         ("frame", .integer(Int64(state.position.frame))), ("transactions", .integer(Int64(state.transactions))),
+                                         ("kind", .string(state.kind == .frames ? "frames" : "resync")), ("pages", .integer(Int64(state.pageCount))),
+                                         ("changed", .integer(Int64(state.changes.count)))])
+                            }))])
+        case .snapshot(let db, let id, let kind):
+            return .object([("event", .string("snapshot")), ("database", .string(db)), ("id", .string(id)), ("kind", .string(kind))])
+        case .problem(let db, let message, let retrying):
+            return .object([("event", .string("problem")), ("database", .string(db)), ("message", .string(message)), ("retrying", .bool(retrying))])
+        case .stopped(let db, let complete):
+            return .object([("event", .string("stopped")), ("database", .string(db)), ("complete", .bool(complete))])
+        }
+    }
+}

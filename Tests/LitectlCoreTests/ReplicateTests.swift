@@ -1,0 +1,302 @@
+// The pieces of replicate against the real thing: the -wal's commits as the
+// follower reads them, compared with the pages SQLite's own reader sees; a
+// damaged frame refused; the segment format read back, and a damaged or
+// misfiled segment refused; the state digest kept up to date page by page
+// equal to the digest of the whole list.
+import Crypto
+import Foundation
+import XCTest
+@testable import LitectlCore
+import TestSupport
+
+final class ReplicateTests: XCTestCase {
+    /// A WAL database whose frames stay in the -wal (no automatic
+    /// checkpoint), written by a connection of this process; `commits` transactions after the schema.
+    func walDatabase(_ folder: TemporaryFolder, commits: Int) throws -> (path: String, writer: Connection) {
+        let path = folder.file("app.db")
+        let writer = try Connection(path: path, mode: .create)
+        try writer.execute("PRAGMA journal_mode=wal; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)")
+        for i in 0..<commits {
+            try writer.execute("BEGIN; INSERT INTO t(v) SELECT randomblob(700) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3); UPDATE t SET v = randomblob(50) WHERE id = \(i + 1); COMMIT")
+        }
+        return (path, writer)
+    }
+
+    /// While the follower holds a mark, the application's last close must
+    /// find the database open elsewhere (the SHARED lock every connection
+    /// of a WAL database holds): else it checkpoints in exclusive mode, past
+    /// every read mark in the -shm, and deletes the -wal under the follower.
+    /// Opening the second connection once closed a descriptor of the file
+    /// and with it the first's lock (the "resync" seen under load).
+    func testReadMarksKeepTheApplicationsLastCloseFromCheckpointing() throws {
+        let folder = try TemporaryFolder("replicate-shared-lock")
+        let (path, writer) = try walDatabase(folder, commits: 3)
+        try writer.close()
+        let marks = try ReadMarks(path: path)
+        defer { marks.close() }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        _ = marks.restartCheckpoint { false }  // (opens the checkpointer's connection too)
+        let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('INSERT INTO t(v) VALUES (1)'); c.commit(); c.close()"
+        let r = try runProcess("/usr/bin/python3", ["-c", script, path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-wal"), "the application's close left the -wal to the follower")
+        let next = try XCTUnwrap(try marks.beginNext())
+        XCTAssertTrue(next.header.maxFrame > 0 && !next.lockZero, "the commit is in the -wal, not checkpointed away under the mark")
+        marks.drop(next)
+    }
+
+    func testCommitsReadFromTheWALAreThePagesSQLiteSees() throws {
+        let folder = try TemporaryFolder("replicate-wal")
+        let (path, writer) = try walDatabase(folder, commits: 25)
+        let marks = try ReadMarks(path: path)
+        defer { marks.close() }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        let connection = marks.connection(of: mark)
+        let pageSize = try marks.pageSize()
+        let wal = try XCTUnwrap(WALFile(connection, pageSize: pageSize))
+        let h = mark.header
+        let start = WALPosition(salt1: h.salt1, salt2: h.salt2, frame: 0, checksum1: 0, checksum2: 0)
+        let commits = try wal.commits(after: start, newGeneration: false, index: h)
+        XCTAssertEqual(commits.transactions, 26, "the schema and 25 transactions")
+        XCTAssertEqual(commits.end.frame, h.maxFrame)
+        guard case .integer(let count)? = try connection.scalar("PRAGMA page_count") else { return XCTFail() }
+        XCTAssertEqual(Int(commits.pageCount), Int(count))
+        // Every page's newest frame holds what SQLite's reader of the snapshot reads.
+        let file = try XCTUnwrap(try PageFile(connection, walIndex: h))
+        var buffer = [UInt8](repeating: 0, count: pageSize)
+        XCTAssertEqual(commits.newest.count, Int(count), "every page of a database made in WAL mode has a frame")
+        for (page, offset) in commits.newest {
+            XCTAssertTrue(buffer.withUnsafeMutableBytes { wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) })
+            let seen = try XCTUnwrap(file.page(page))
+            XCTAssertEqual(buffer, Array(UnsafeRawBufferPointer(start: seen, count: pageSize)), "page \(page)")
+        }
+        // Then 15 more: read from where the first reading ended, with the
+        // first mark held while the next one is taken, as the follower does.
+        for i in 0..<15 { try writer.execute("UPDATE t SET v = randomblob(90) WHERE id % 7 = \(i % 7)") }
+        let next = try XCTUnwrap(try marks.beginNext())
+        XCTAssertNotEqual(next.connection, mark.connection)
+        let more = try wal.commits(after: commits.end, newGeneration: false, index: next.header)
+        XCTAssertEqual(more.transactions, 15)
+        XCTAssertEqual(more.end.frame, next.header.maxFrame)
+        marks.hold(next)
+        let nextFile = try XCTUnwrap(try PageFile(marks.connection(of: next), walIndex: next.header))
+        for (page, offset) in more.newest {
+            XCTAssertTrue(buffer.withUnsafeMutableBytes { wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) })
+            XCTAssertEqual(buffer, Array(UnsafeRawBufferPointer(start: try XCTUnwrap(nextFile.page(page)), count: pageSize)), "page \(page)")
+        }
+        // Nothing after the last commit.
+        XCTAssertEqual(try wal.commits(after: more.end, newGeneration: false, index: next.header).transactions, 0)
+    }
+
+    func testADamagedFrameIsNeverTaken() throws {
+        let folder = try TemporaryFolder("replicate-damage")
+        let (path, writer) = try walDatabase(folder, commits: 6)
+        let marks = try ReadMarks(path: path)
+        defer { marks.close(); _ = writer }
+        let mark = try XCTUnwrap(try marks.beginNext())
+        marks.hold(mark)
+        let pageSize = try marks.pageSize()
+        let h = mark.header
+        // One byte of the page of frame 5 changed, as a disk might.
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path + "-wal"))
+        let offset = UInt64(32 + 4 * (24 + pageSize) + 24 + 100)
+        try handle.seek(toOffset: offset)
+        let byte = try XCTUnwrap(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: Data([byte[0] ^ 0x5A]))
+        try handle.close()
+        let wal = try XCTUnwrap(WALFile(marks.connection(of: mark), pageSize: pageSize))
+        let start = WALPosition(salt1: h.salt1, salt2: h.salt2, frame: 0, checksum1: 0, checksum2: 0)
+        XCTAssertThrowsError(try wal.commits(after: start, newGeneration: false, index: h)) { error in
+            XCTAssertTrue(error is WALMismatch, "\(error)")
+            XCTAssertTrue("\(error)".contains("frame 5"), "\(error)")
+        }
+        // A position of another generation is not continued.
+        let other = WALPosition(salt1: h.salt1 &+ 1, salt2: h.salt2, frame: 3, checksum1: 0, checksum2: 0)
+        XCTAssertThrowsError(try wal.commits(after: other, newGeneration: false, index: h)) { XCTAssertTrue($0 is WALMismatch) }
+    }
+
+    func testStateDigestKeptPageByPageIsTheWholeListsDigest() {
+        var rng = SplitMix64(seed: 7)
+        func id() -> PageID { PageID(a: rng.next(), b: rng.next(), c: rng.next(), d: rng.next()) }
+        var ids = (0..<300).map { _ in id() }
+        var digest = StateDigest.of(ids)
+        for round in 0..<50 {
+            let newCount = max(1, ids.count + Int(rng.next() % 41) - 20)
+            var changes: [(page: UInt32, id: PageID)] = []
+            for p in 1...newCount where p > ids.count || rng.next() % 10 == 0 { changes.append((UInt32(p), id())) }
+            let state = ReplicaState(number: UInt64(round + 1), observedMicros: 0, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                     transactions: 1, kind: .frames, pageCount: UInt32(newCount), changes: changes, digest: StateDigest())
+            for p in min(newCount, ids.count)..<ids.count { digest.remove(UInt32(p + 1), ids[p]) }
+            for c in changes where Int(c.page) <= ids.count { digest.remove(c.page, ids[Int(c.page) - 1]) }
+            XCTAssertNoThrow(try state.apply(to: &ids))
+            for c in changes { digest.add(c.page, c.id) }
+            XCTAssertEqual(digest, StateDigest.of(ids), "round \(round)")
+        }
+        // A state that grows the database without naming its new pages is refused.
+        let short = ReplicaState(number: 1, observedMicros: 0, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                 transactions: 1, kind: .frames, pageCount: UInt32(ids.count + 2), changes: [(UInt32(ids.count + 1), id())], digest: StateDigest())
+        XCTAssertThrowsError(try short.apply(to: &ids))
+    }
+
+    func testSegmentsReadBackAndDamageIsRefused() throws {
+        let folder = try TemporaryFolder("replicate-segment")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        XCTAssertEqual(repository.version, 4)
+        var rng = SplitMix64(seed: 3)
+        func id() -> PageID { PageID(a: rng.next(), b: rng.next(), c: rng.next(), d: rng.next()) }
+        let chain = id().hex
+        var states: [ReplicaState] = []
+        for n in 1...5 {
+            let position = WALPosition(salt1: 7, salt2: 9, frame: UInt32(n * 3), checksum1: UInt32(n), checksum2: 1)
+            var changes: [(page: UInt32, id: PageID)] = []
+            if n != 2 { changes.append((page: UInt32(n), id: id())); changes.append((page: UInt32(10), id: id())) }
+            let digest = StateDigest.of((0..<n).map { _ in id() })
+            let observed: UInt64 = 1_800_000_000_000_000 + UInt64(n) * 100_000
+            states.append(ReplicaState(number: UInt64(n), observedMicros: observed, position: position, transactions: UInt32(n),
+                                       kind: n == 3 ? .resync : .frames, pageCount: 10, changes: changes, digest: digest))
+        }
+        let segment = Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: states)
+        let (key, _) = try repository.putSegment(segment)
+        let back = try repository.loadSegment(key)
+        XCTAssertEqual(back.chain, chain)
+        XCTAssertEqual(back.path, "/srv/app.db")
+        XCTAssertEqual(back.states.map { $0.number }, [1, 2, 3, 4, 5])
+        for (a, b) in zip(back.states, states) {
+            XCTAssertEqual(a.position, b.position)
+            XCTAssertEqual(a.digest, b.digest)
+            XCTAssertEqual(a.kind, b.kind)
+            XCTAssertEqual(a.observedMicros, b.observedMicros)
+            XCTAssertEqual(a.changes.map { $0.page }, b.changes.map { $0.page })
+            XCTAssertEqual(a.changes.map { $0.id }, b.changes.map { $0.id })
+        }
+        // One byte changed: the content no longer matches its name.
+        var bytes = try store.get(key)
+        bytes[bytes.count / 2] ^= 1
+        try store.put(key, bytes)
+        XCTAssertThrowsError(try repository.loadSegment(key)) { XCTAssertTrue("\($0)".contains("does not match its name"), "\($0)") }
+        // A whole segment filed under another chain.
+        let (good, _) = try repository.putSegment(segment)
+        let misfiled = "segments/\(id().hex)/" + good.split(separator: "/").last!
+        try store.put(misfiled, try store.get(good))
+        XCTAssertThrowsError(try repository.loadSegment(misfiled)) { XCTAssertTrue("\($0)".contains("not the one it is filed under"), "\($0)") }
+    }
+
+    /// Forget lists the snapshots before segments/: a chain whose base was
+    /// written in between must not lose its segments as orphans.
+    func testForgetRemovesOnlySegmentsWhoseBaseIsReallyGone() throws {
+        let folder = try TemporaryFolder("replicate-orphans")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let chain = PageID(a: 1, b: 2, c: 3, d: 4).hex
+        let state = ReplicaState(number: 1, observedMicros: 1_800_000_000_000_000, position: WALPosition(salt1: 1, salt2: 2, frame: 3, checksum1: 4, checksum2: 5),
+                                 transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest())
+        _ = try repository.putSegment(Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: [state]))
+        // The base, written after forget listed the snapshots (its bytes do not matter here).
+        try store.put("snapshots/" + chain, [1, 2, 3])
+        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        XCTAssertTrue(removed.isEmpty, "a base that exists keeps its segments: \(removed.map(\.chain))")
+        try store.delete("snapshots/" + chain)
+        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        XCTAssertEqual(removed.map(\.chain), [chain], "segments whose base is gone are orphans")
+    }
+
+    /// Hostile segments: a page count that would need a huge page list, state
+    /// numbers past UInt64.max, times that are not numbers; refused or
+    /// bounded, never a trap or an allocation of the size they claim.
+    func testHostileSegmentsAreRefusedWithoutATrap() throws {
+        let zero = WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0)
+        let huge = ReplicaState(number: 1, observedMicros: 0, position: zero, transactions: 1, kind: .frames,
+                                pageCount: .max, changes: [], digest: StateDigest())
+        var ids: [PageID] = []
+        XCTAssertThrowsError(try huge.apply(to: &ids), "4 billion pages, none named")
+        XCTAssertTrue(ids.isEmpty, "refused before the list grew")
+        let folder = try TemporaryFolder("replicate-hostile")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        func state(_ n: UInt64) -> ReplicaState {
+            ReplicaState(number: n, observedMicros: 5, position: zero, transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest())
+        }
+        let (key, _) = try repository.putSegment(Segment(chain: PageID(a: 1, b: 1, c: 1, d: 1).hex, hostname: "h", path: "/a.db", pageSize: 4096,
+                                                         states: [state(.max), state(0)]))
+        XCTAssertThrowsError(try repository.loadSegment(key)) { XCTAssertTrue("\($0)".contains("not consecutive"), "\($0)") }
+        XCTAssertEqual(ReplicaState.micros(-1), 0)
+        XCTAssertEqual(ReplicaState.micros(.nan), 0)
+        XCTAssertEqual(ReplicaState.micros(.infinity), 0)
+        XCTAssertEqual(ReplicaState.micros(1e300), UInt64.max / 2)
+        XCTAssertEqual(ReplicaState.micros(1.5), 1_500_000)
+    }
+
+    /// `replicate a.db ./a.db` follows the file once: two sets of read marks
+    /// on one -shm in one process would drop each other's locks.
+    func testReplicatorFollowsEachFileOnce() throws {
+        let folder = try TemporaryFolder("replicate-dedupe")
+        let (path, writer) = try walDatabase(folder, commits: 1)
+        try writer.close()
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let replicator = Replicator(sources: [path, folder.path + "/./app.db", path], repository: repository, options: ReplicateOptions(), events: { _ in })
+        XCTAssertEqual(replicator.sources, [path])
+        XCTAssertEqual(replicator.statuses.count, 1)
+    }
+
+    /// A follower that starts again records its unshipped states anew: the lag does not count from the old ones.
+    func testARestartedFollowerLagsFromItsNewStates() {
+        let status = FollowerStatus(database: "a.db")
+        status.recorded(ReplicaState(number: 1, observedMicros: 1_000_000, position: WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0),
+                                     transactions: 1, kind: .frames, pageCount: 1, changes: [], digest: StateDigest()))
+        XCTAssertGreaterThan(status.lag, 1_000_000, "a state of 1970, unshipped")
+        status.restarted()
+        XCTAssertEqual(status.lag, 0)
+    }
+
+    /// A store that is down: every write fails as a connection failure would.
+    final class DownStore: ObjectStore, @unchecked Sendable {
+        let inner: FolderStore
+        init(_ inner: FolderStore) { self.inner = inner }
+        var location: String { inner.location }
+        func put(_ key: String, _ bytes: [UInt8]) throws { throw StoreError(.unavailable, location: key, message: "connection refused") }
+        func get(_ key: String) throws -> [UInt8] { try inner.get(key) }
+        func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] { try inner.get(key, offset: offset, length: length) }
+        func list(prefix: String) throws -> [StoredObject] { try inner.list(prefix: prefix) }
+        func delete(_ key: String) throws { throw StoreError(.unavailable, location: key, message: "connection refused") }
+    }
+
+    /// A stop during an outage, with the queue over its limit, ends by the
+    /// stop timeout: the finish neither waits for room nor comes before the deadline.
+    func testAStopDuringAnOutageEndsByItsDeadline() throws {
+        let folder = try TemporaryFolder("replicate-outage")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        _ = try Repository.initialize(store, secret: nil)
+        let repository = try Repository.open(DownStore(store), secret: nil)
+        let shipper = Shipper(repository: repository, database: "a.db", limit: 1000, shipped: { _, _ in }, problem: { _, _ in })
+        let ended = DispatchSemaphore(value: 0)
+        let result = Locked(true)
+        Thread { result.withLock { $0 = shipper.run() }; ended.signal() }.start()
+        shipper.enqueue(.begin)
+        shipper.enqueue(.put(key: "packs/00/00", bytes: [UInt8](repeating: 1, count: 5000), role: .pack))
+        let started = Date()
+        let finished = DispatchSemaphore(value: 0)
+        Thread { shipper.finish(giveUpAt: Clock.wall() + 1); finished.signal() }.start()
+        XCTAssertEqual(finished.wait(timeout: .now() + 5), .success, "the finish was queued")
+        XCTAssertEqual(ended.wait(timeout: .now() + 10), .success, "the shipper gave up at its deadline")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertFalse(result.withLock { $0 }, "nothing was written")
+    }
+
+    func testDurations() throws {
+        XCTAssertEqual(try RepoForget.parseDuration("7d"), 7 * 86400)
+        XCTAssertEqual(try RepoForget.parseDuration("1d12h"), 36 * 3600)
+        XCTAssertEqual(try RepoForget.parseDuration("90m"), 5400)
+        XCTAssertThrowsError(try RepoForget.parseDuration("7"))
+        XCTAssertThrowsError(try RepoForget.parseDuration("week"))
+    }
+}
