@@ -56,9 +56,11 @@ class Database:
         """The -wal position after the last commit, from the wal-index header in the -shm."""
         try:
             if self.shm is None:
-                fd = os.open(self.path + "-shm", os.O_RDONLY)
-                self.shm = mmap.mmap(fd, 136, prot=mmap.PROT_READ)
-                os.close(fd)
+                # The descriptor stays open: closing any descriptor of the -shm
+                # would drop every POSIX lock this process holds on it, SQLite's
+                # own included, and let another process reset the -shm under us.
+                self.shm_fd = os.open(self.path + "-shm", os.O_RDONLY)
+                self.shm = mmap.mmap(self.shm_fd, 136, prot=mmap.PROT_READ)
             header = self.shm[0:48]
             return struct.unpack(">II", header[32:40]) + (struct.unpack("=I", header[16:20])[0],)
         except (OSError, ValueError):

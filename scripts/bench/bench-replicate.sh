@@ -18,6 +18,7 @@
 #   BENCH_EVERY_MS      the writer's pause between commits (default 5)
 #   BENCH_RESTORE_RUNS  restore runs per tool and moment (default 3, after one warm-up round)
 #   BENCH_THROUGHPUT_ROUNDS, BENCH_THROUGHPUT_SECONDS  the writer's full-speed runs (default 3 rounds of 20 s)
+#   BENCH_LITECTL_ARGS  more options for litectl's follower in the main and kill phases (e.g. "--gather-every 600")
 #   LITECTL_BIN         litectl binary to use instead of a fresh release build (LITECTL works too)
 #   BENCH_TMP           where the temporary folder goes (default $TMPDIR, else /tmp)
 set -euo pipefail
@@ -44,7 +45,7 @@ python3 "$BENCH_DIR/replicate_bench.py" --litectl "$LITECTL" --tmp "$T" \
   --writer "$BENCH_ROOT/Tests/TestSupport/walwriter.py" --generate "$BENCH_GENERATE" \
   --rows $((SIZE_MB * 2830)) --seconds "${BENCH_SECONDS:-240}" --every-ms "${BENCH_EVERY_MS:-5}" \
   --restore-runs "${BENCH_RESTORE_RUNS:-3}" --throughput-rounds "${BENCH_THROUGHPUT_ROUNDS:-3}" \
-  --throughput-seconds "${BENCH_THROUGHPUT_SECONDS:-20}" >"$T/report.json"
+  --throughput-seconds "${BENCH_THROUGHPUT_SECONDS:-20}" --litectl-args "${BENCH_LITECTL_ARGS:-}" >"$T/report.json"
 
 python3 - "$T/report.json" <<'PY'
 import json, sys

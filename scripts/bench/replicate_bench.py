@@ -226,7 +226,7 @@ class Bench:
         self.events = f"{self.t}/litectl-events.jsonl"
         log("starting the followers (first copies)")
         t = time.time()
-        self.lc = self.start_litectl(a_db, "litectl", self.events, extra=["--checkpoint-frames", "1000"])
+        self.lc = self.start_litectl(a_db, "litectl", self.events, extra=["--checkpoint-frames", "1000", *self.a.litectl_args.split()])
         self.report["litectl_first_copy_seconds"] = time.time() - t
         t = time.time()
         self.ls, self.ls_config = self.start_litestream(b_db, "litestream", f"{self.t}/litestream.log")
@@ -267,7 +267,7 @@ class Bench:
         self.lc.wait()
         out = open(self.events, "a")
         self.lc = subprocess.Popen([self.a.litectl, "replicate", self.a_db, "--repo", "s3://bench/litectl", "--endpoint", self.endpoint,
-                                    "--json", "--checkpoint-frames", "1000"], stdout=out, stderr=out, env=self.env)
+                                    "--json", "--checkpoint-frames", "1000", *self.a.litectl_args.split()], stdout=out, stderr=out, env=self.env)
         th.join()
         time.sleep(4)
         self.t_end = time.time()
@@ -455,6 +455,7 @@ def main():
     p.add_argument("--restore-runs", type=int, default=3)
     p.add_argument("--throughput-seconds", type=float, default=20)
     p.add_argument("--throughput-rounds", type=int, default=3)
+    p.add_argument("--litectl-args", default="", help="more options for litectl replicate (e.g. --gather-every 600)")
     Bench(p.parse_args()).run()
 
 
