@@ -17,6 +17,33 @@ import TestSupport
         #expect(try folder.listing() == ["made.db"])
     }
 
+    /// A second connection to a file this process already reads keeps the
+    /// first's locks: the file check before opening once opened and closed
+    /// the file, and closing any descriptor drops every POSIX lock the
+    /// process holds on it, SQLite's SHARED lock included. The application's
+    /// last close then got the file to itself, checkpointed past the first
+    /// connection's snapshot and deleted the -wal under it (a backup reading
+    /// then, or a check, could see pages of two moments).
+    @Test func aSecondConnectionKeepsTheFirstsLocks() throws {
+        let folder = try TemporaryFolder("second-connection")
+        let path = folder.file("app.db")
+        try makeDatabase(path, "PRAGMA journal_mode=wal; CREATE TABLE t(v); INSERT INTO t VALUES (1);")
+        let reader = try Connection(path: path, mode: .readOnly)
+        try reader.execute("BEGIN")
+        _ = try reader.scalar("SELECT count(*) FROM t")
+        let second = try Connection(path: path, mode: .readOnly)
+        _ = try second.scalar("SELECT count(*) FROM t")
+        let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('INSERT INTO t VALUES (2)'); c.commit(); c.close()"
+        let r = try runProcess("/usr/bin/python3", ["-c", script, path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the application's last close found the file still open here")
+        #expect(try reader.scalar("SELECT count(*) FROM t") == .integer(1), "the reader's snapshot holds")
+        try reader.execute("COMMIT")
+        #expect(try reader.scalar("SELECT count(*) FROM t") == .integer(2))
+        try second.close()
+        try reader.close()
+    }
+
     @Test func readOnlyNeverWrites() throws {
         let folder = try TemporaryFolder("ro-write")
         let db = folder.file("a.db")

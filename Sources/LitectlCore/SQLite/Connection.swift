@@ -30,6 +30,14 @@ public final class Connection {
     /// Files this connection reads, for removing the -wal/-shm a read-only
     /// open makes SQLite create (see WALLeftovers).
     private var watches: [WALLeftovers.Watch] = []
+    /// The file this connection holds open, counted in `openFiles`.
+    private var openedFile: FileIdentity?
+
+    /// The files this process holds open through connections, by identity,
+    /// with how many: a second connection to one of them skips the file
+    /// check (see `init`), whose close of its own descriptor would drop the
+    /// POSIX locks the first connection's SQLite holds on the file.
+    private static let openFiles = Locked<[FileIdentity: Int]>([:])
 
     /// The default time to wait for another process's lock, in milliseconds.
     public static let defaultBusyTimeout = 5_000
@@ -46,7 +54,8 @@ public final class Connection {
     /// locks and no `-wal`/`-shm` files, for a file nothing else can be writing
     /// (a finished backup). See https://www.sqlite.org/uri.html#uriimmutable
     ///
-    /// `checkFile: false` skips the check of the file before SQLite opens it,
+    /// The check is skipped, too, for a file another connection of this
+    /// process holds open (`openFiles`). `checkFile: false` skips it always,
     /// for a second connection to a file this process already has open: the
     /// check opens and closes the file, and closing any descriptor of a file
     /// drops every POSIX lock the process holds on it, the SHARED lock of
@@ -58,7 +67,9 @@ public final class Connection {
                 immutable: Bool = false, checkFile: Bool = true) throws {
         self.path = path
         self.mode = mode
-        if mode != .create && checkFile {
+        let identity = FileIdentity(path)
+        let alreadyOpen = identity.map { id in Connection.openFiles.withLock { $0[id, default: 0] > 0 } } ?? false
+        if mode != .create && checkFile && !alreadyOpen {
             try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite)
         }
         let modeParameter: String
@@ -89,6 +100,20 @@ public final class Connection {
             try open(uri + "&immutable=1", flags: flags, busyTimeout: busyTimeout)
             isImmutable = true
             try validateFormat(since: opening)
+        }
+        if let identity = FileIdentity(path) {
+            openedFile = identity
+            Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
+        }
+    }
+
+    /// Counts this connection's file as no longer held open by it.
+    private func forgetOpenedFile() {
+        guard let identity = openedFile else { return }
+        openedFile = nil
+        Connection.openFiles.withLock { files in
+            let left = files[identity, default: 1] - 1
+            files[identity] = left > 0 ? left : nil
         }
     }
 
@@ -163,6 +188,7 @@ public final class Connection {
 
     deinit {
         if let handle { sqlite3_close_v2(handle) }
+        forgetOpenedFile()
         endWatches()
     }
 
@@ -189,6 +215,7 @@ public final class Connection {
         guard let db = handle else { return }
         handle = nil
         let rc = sqlite3_close(db)
+        forgetOpenedFile()
         endWatches(removing: rc == SQLITE_OK)
         if rc != SQLITE_OK {
             var open: [String] = []
