@@ -450,6 +450,10 @@ final class FollowerProcess {
         #expect(try Repository.open(FolderStore(path: v3), secret: nil).version == 4)
         // An idle database is only read: its file, its -wal and its schema stay as they were.
         let before = try FileFingerprint(db)
+        // Its metrics file is never the database (the same-file rule), refused before anything.
+        r = try runLitectl(["replicate", db, "--repo", v3, "--metrics-file", db])
+        #expect(r.status == 2 && r.stderr.contains("is a database being backed up itself"), "\(r.stderr)")
+        #expect(try FileFingerprint(db) == before)
         let schema = try sqlite3Scalar(db, "SELECT group_concat(name) FROM sqlite_schema")
         let follower = try FollowerProcess([db, "--repo", v3], events: folder.file("events.log"))
         Thread.sleep(forTimeInterval: 2)

@@ -21,6 +21,9 @@ public struct ReplicateOptions: Sendable {
     public var lockTimeout: Double = 60
     public var tags: [String] = []
     public var metricsFile: String?
+    /// Files the run reads besides the databases (key, passphrase, config):
+    /// never the metrics file (the same-file rule).
+    public var otherInputs: [String] = []
     /// Seconds a stop waits for the repository to take what is left.
     public var stopTimeout: Double = 60
     /// 0: never checkpoint. Else, once the -wal holds this many frames,
@@ -180,6 +183,9 @@ public final class Replicator: @unchecked Sendable {
         guard repository.holdsSegments else {
             throw StoreError(.other, location: repository.location,
                              message: "repository format version \(repository.version): replicate stores segments, which need version 4 (an older litectl would not know that they use packs, and its prune would delete them); upgrade it with `litectl repo upgrade \(repository.location)` once every litectl that uses it is this version or later")
+        }
+        if let file = options.metricsFile {
+            try BackupMetrics.require(file, apartFrom: sources.map { BackupJob.resolvedPath($0) }, otherInputs: options.otherInputs)
         }
         // Each database is checked once first (WAL mode, a -shm it can write):
         // a misconfiguration stops the start, with its one line.

@@ -120,6 +120,7 @@ struct Replicate: ParsableCommand {
                 for pattern in settings.unmatched { printError("\(config): \(pattern): no database matches") }
                 if settings.sources.isEmpty { throw StoreError(.other, location: config, message: "no database to follow") }
             }
+            settings.options.otherInputs = [settings.location.keyFile, settings.location.passphraseFile, config].compactMap { $0 }
             let repo = try RepoOptions.open(settings.location, quiet: voice.quiet)
             let voice = self.voice
             replicator = Replicator(sources: settings.sources, repository: repo, options: settings.options) { event in
