@@ -5,9 +5,7 @@
 // each unit is written under a shared lock (prune waits for it, and gets in
 // between units); an object that cannot be written is retried with backoff
 // until it is, never skipped. Recent segments and index objects are gathered
-// into one each now and then, so that restores read few objects: on a thread
-// of their own (the gatherer), one gathering after the other, so that the
-// segments written meanwhile never wait for one. Part of the
+// into one each now and then, so that restores read few objects. Part of the
 // replicate capability (built on Repository/'s locks, index objects and
 // object stores).
 import Foundation
@@ -23,33 +21,14 @@ final class Shipper: @unchecked Sendable {
     let limit: Int
     private var stopDeadline: Double?
     private(set) var failed = false
-    /// Called after each unit is durable (on the shipper's thread; a
-    /// gathering's on the gatherer's), and on each failure.
+    /// Called on the shipper's thread after each unit is durable, and on each failure.
     let shipped: (ShippedUnit, Int64) -> Void
     let problem: (String, Bool) -> Void
-    /// Segment and index objects of the current chain written since they
-    /// were last handed to the gatherer (the shipping thread's own).
+    /// Segment and index objects of the current chain written since they were last gathered.
     private var recentSegments: [String] = []
     private var recentIndexes: [String] = []
-    /// Index objects of the chain that gatherings made (the gatherer's own).
+    /// Index objects of the chain that gatherings made.
     private var chainIndexes: [String] = []
-    /// Gatherings waiting for the gatherer, in order; `gathering` while one runs.
-    private var gatherings: [Gathering] = []
-    private var gathering = false
-    private var gatherer: Thread?
-    /// Set when the shipper ends: the gatherer ends too once it is idle.
-    private var gathererEnds = false
-
-    /// What one gathering takes: the chain, whether it is closed (`all`), the
-    /// segment and index objects written since the one before, and the
-    /// merge unit to report once it is done.
-    private struct Gathering {
-        var chain: String
-        var all: Bool
-        var segments: [String]
-        var indexes: [String]
-        var unit: ShippedUnit?
-    }
 
     init(repository: Repository, database: String, limit: Int = 16 << 20,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
@@ -128,11 +107,10 @@ final class Shipper: @unchecked Sendable {
     func run() -> Bool {
         var lock: RepoLock?
         var unitBytes: Int64 = 0
-        var handOver: Gathering?
         defer { lock?.release() }
         while true {
             let item = next()
-            if failed { if case .finish = item { waitForGatherings(); return false }; continue }
+            if failed { if case .finish = item { return false }; continue }
             switch item {
             case .begin:
                 unitBytes = 0
@@ -151,23 +129,13 @@ final class Shipper: @unchecked Sendable {
                 default: break
                 }
             case .consolidate(let chain, let all):
-                // After what this unit wrote (a fold's base first): handed to
-                // the gatherer at the unit's end.
-                handOver = Gathering(chain: chain, all: all, segments: recentSegments, indexes: recentIndexes)
-                recentSegments = []
-                recentIndexes = []
+                if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", skippingPermanent: true, {
+                    unitBytes += try consolidate(chain: chain, all: all)
+                }) { fail() }
             case .end(let unit):
                 lock?.release(); lock = nil
-                if var gathering = handOver {
-                    handOver = nil
-                    // A merge unit is only its gathering: reported when done.
-                    if unit.kind == .merge { gathering.unit = unit } else { shipped(unit, unitBytes) }
-                    startGathering(gathering)
-                } else {
-                    shipped(unit, unitBytes)
-                }
+                shipped(unit, unitBytes)
             case .finish:
-                waitForGatherings()
                 return true
             }
         }
@@ -183,9 +151,7 @@ final class Shipper: @unchecked Sendable {
     /// objects (with `all`, every one written for the chain). Each new
     /// object is written before those it replaces are removed; a retry after
     /// a failure midway skips what is gone. Returns the bytes written.
-    private func consolidate(_ job: Gathering) throws -> Int64 {
-        let chain = job.chain, all = job.all, recentSegments = job.segments
-        var recentIndexes = job.indexes
+    private func consolidate(chain: String, all: Bool) throws -> Int64 {
         var written: Int64 = 0
         let segmentKeys = all ? try repository.segmentKeys(chain: chain).map(\.key) : recentSegments
         var segments: [(key: String, segment: Segment)] = []
@@ -206,6 +172,7 @@ final class Shipper: @unchecked Sendable {
                 for old in segments.map(\.key) where old != key { try repository.store.delete(old) }
             }
         }
+        recentSegments = []
         // The packs a regrouping replaced stay: pack names are content
         // addresses, so another index object (a backup's, an older chain's)
         // may name the same pack; prune removes the packs no index names.
@@ -234,62 +201,7 @@ final class Shipper: @unchecked Sendable {
             for old in gathered where old != "index/" + id { try repository.store.delete(old) }
         }
         chainIndexes = all ? [] : chainIndexes + recentIndexes
+        recentIndexes = []
         return written
-    }
-
-    /// Queues a gathering for the gatherer thread (started at the first).
-    private func startGathering(_ job: Gathering) {
-        condition.lock()
-        gatherings.append(job)
-        if gatherer == nil {
-            let thread = Thread { [self] in gatherLoop() }
-            thread.name = "litectl-gather"
-            gatherer = thread
-            thread.start()
-        }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// The gatherer: each gathering in turn, under a shared lock of its own
-    /// (prune waits for it). One that cannot be done is reported and left:
-    /// the segments stay as they are, and restores read a few more objects.
-    private func gatherLoop() {
-        while true {
-            condition.lock()
-            while gatherings.isEmpty && !gathererEnds { condition.wait() }
-            if gatherings.isEmpty { condition.unlock(); return }
-            let job = gatherings.removeFirst()
-            gathering = true
-            condition.unlock()
-            var lock: RepoLock?
-            var bytes: Int64 = 0
-            let what = "\(repository.location): cannot gather the segments of chain \(job.chain.prefix(8))"
-            if retrying(what, skippingPermanent: true, { lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0) }),
-               lock != nil {
-                _ = retrying(what, skippingPermanent: true, {
-                    try lock?.refresh()
-                    bytes += try consolidate(job)
-                })
-            }
-            lock?.release()
-            // Reported as a merge, a fold's gathering of the chain it closed too.
-            shipped(job.unit ?? ShippedUnit(kind: .merge, chain: job.chain), bytes)
-            condition.lock()
-            gathering = false
-            condition.broadcast()
-            condition.unlock()
-        }
-    }
-
-    /// Waits until every gathering handed over is done (or, past the stop
-    /// deadline, given up: the gatherer's retries end there too).
-    private func waitForGatherings() {
-        condition.lock(); defer { condition.unlock() }
-        defer { gathererEnds = true; condition.broadcast() }
-        while !gatherings.isEmpty || gathering {
-            if let deadline = stopDeadline, Clock.wall() >= deadline + 1 { return }
-            _ = condition.wait(until: Date().addingTimeInterval(0.1))
-        }
     }
 }

@@ -54,8 +54,9 @@ public final class Connection {
     /// locks and no `-wal`/`-shm` files, for a file nothing else can be writing
     /// (a finished backup). See https://www.sqlite.org/uri.html#uriimmutable
     ///
-    /// The check is skipped, too, for a file another connection of this
-    /// process holds open (`openFiles`). `checkFile: false` skips it always,
+    /// The check of the file's shape (which opens it) is skipped for a file
+    /// another connection of this process holds open (`openFiles`).
+    /// `checkFile: false` skips the whole check,
     /// for a second connection to a file this process already has open: the
     /// check opens and closes the file, and closing any descriptor of a file
     /// drops every POSIX lock the process holds on it, the SHARED lock of
@@ -67,11 +68,37 @@ public final class Connection {
                 immutable: Bool = false, checkFile: Bool = true) throws {
         self.path = path
         self.mode = mode
-        let identity = FileIdentity(path)
-        let alreadyOpen = identity.map { id in Connection.openFiles.withLock { $0[id, default: 0] > 0 } } ?? false
-        if mode != .create && checkFile && !alreadyOpen {
+        // The check and the count are one step under the registry's lock, so
+        // that two threads opening one file never close a descriptor of it
+        // while the other reads it; the file's shape (the one check that opens
+        // it) is skipped for a file a connection of this process has open.
+        if let identity = FileIdentity(path) {
+            let checked: Result<Void, any Error> = Connection.openFiles.withLock { files in
+                let alreadyOpen = files[identity, default: 0] > 0
+                if mode != .create && checkFile {
+                    do { try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite, shape: !alreadyOpen) } catch { return .failure(error) }
+                }
+                files[identity, default: 0] += 1
+                return .success(())
+            }
+            try checked.get()
+            openedFile = identity
+        } else if mode != .create && checkFile {
             try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite)
         }
+        do { try openFile(path: path, mode: mode, busyTimeout: busyTimeout, immutable: immutable) } catch {
+            if let handle { sqlite3_close_v2(handle); self.handle = nil }
+            forgetOpenedFile()
+            throw error
+        }
+        // A file this connection created is counted from now on.
+        if openedFile == nil, let identity = FileIdentity(path) {
+            openedFile = identity
+            Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
+        }
+    }
+
+    private func openFile(path: String, mode: OpenMode, busyTimeout: Int, immutable: Bool) throws {
         let modeParameter: String
         var flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
@@ -100,10 +127,6 @@ public final class Connection {
             try open(uri + "&immutable=1", flags: flags, busyTimeout: busyTimeout)
             isImmutable = true
             try validateFormat(since: opening)
-        }
-        if let identity = FileIdentity(path) {
-            openedFile = identity
-            Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
         }
     }
 
@@ -215,7 +238,9 @@ public final class Connection {
         guard let db = handle else { return }
         handle = nil
         let rc = sqlite3_close(db)
-        forgetOpenedFile()
+        // A close that failed is finished later by SQLite (close_v2): the
+        // file stays open, and counted, until then (here: for good).
+        if rc == SQLITE_OK { forgetOpenedFile() }
         endWatches(removing: rc == SQLITE_OK)
         if rc != SQLITE_OK {
             var open: [String] = []

@@ -12,7 +12,9 @@ enum FileCheck {
     /// read (and write, when `writable`), and, unless `whole` is false (a
     /// damaged file that `recover` reads), one that is a complete database
     /// (`shapeProblem`). Never creates anything.
-    static func requireDatabaseFile(_ path: String, writable: Bool, whole: Bool = true) throws {
+    /// `shape: false` makes only the checks that do not open the file (for a
+    /// file this process already has open: see Connection).
+    static func requireDatabaseFile(_ path: String, writable: Bool, whole: Bool = true, shape: Bool = true) throws {
         var info = stat()
         if stat(path, &info) != 0 {
             let err = errno
@@ -40,7 +42,7 @@ enum FileCheck {
         if writable && access(path, W_OK) != 0 {
             throw DatabaseError(code: .readonly, message: "permission denied (file is not writable)", path: path)
         }
-        if whole, let problem = shapeProblem(path, size: Int64(info.st_size)) {
+        if shape, whole, let problem = shapeProblem(path, size: Int64(info.st_size)) {
             throw DatabaseError(code: .notadb, message: problem, path: path)
         }
     }

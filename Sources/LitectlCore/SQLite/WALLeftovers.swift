@@ -41,19 +41,22 @@ enum WALLeftovers {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-        var ours = false
-        if readOnly, access(path + "-wal", F_OK) != 0, access(path + "-shm", F_OK) != 0,
-           let header = try? FileCheck.readPrefix(of: path, count: 20), header.count == 20, header[18] == 2 {
-            ours = true
-        }
+        // The header is read (an open and a close of the file) only when no
+        // connection of this process has the file open: closing a descriptor
+        // drops every POSIX lock the process holds on the file, SQLite's too.
         lock.lock()
+        defer { lock.unlock() }
         if var entry = entries[id] {
             entry.count += 1
             entries[id] = entry
         } else {
+            var ours = false
+            if readOnly, access(path + "-wal", F_OK) != 0, access(path + "-shm", F_OK) != 0,
+               let header = try? FileCheck.readPrefix(of: path, count: 20), header.count == 20, header[18] == 2 {
+                ours = true
+            }
             entries[id] = Entry(count: 1, leftoversAreOurs: ours)
         }
-        lock.unlock()
         return Watch(path: path, id: id, removeLeftovers: readOnly)
     }
 
