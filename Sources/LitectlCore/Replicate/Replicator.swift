@@ -50,13 +50,7 @@ public struct ReplicateSettings: Sendable {
     /// verify and [keep] do not apply).
     public static func merging(config: HostConfig, commandLine: ReplicateSettings, timeoutGiven: Bool) -> ReplicateSettings {
         var s = commandLine
-        let given = commandLine.location
-        s.location.url = config.repository
-        s.location.endpoint = given.endpoint ?? config.endpoint
-        s.location.region = given.region ?? config.region
-        s.location.profile = given.profile ?? config.profile
-        s.location.keyFile = given.keyFile ?? config.keyFile
-        s.location.passphraseFile = given.passphraseFile ?? config.passphraseFile
+        s.location = commandLine.location.merging(config: config)
         let expanded = config.expandDatabases()
         s.sources = expanded.paths
         s.unmatched = expanded.unmatched

@@ -14,6 +14,20 @@ public struct RepositoryLocation: Sendable, Equatable {
     public var keyFile: String?
     public var passphraseFile: String?
     public init() {}
+
+    /// The repository of a host config file, with these parts (from the
+    /// command line) over the file's where given. `backup --config` and
+    /// `replicate --config` read it alike.
+    public func merging(config: HostConfig) -> RepositoryLocation {
+        var l = self
+        l.url = config.repository
+        l.endpoint = endpoint ?? config.endpoint
+        l.region = region ?? config.region
+        l.profile = profile ?? config.profile
+        l.keyFile = keyFile ?? config.keyFile
+        l.passphraseFile = passphraseFile ?? config.passphraseFile
+        return l
+    }
 }
 
 /// What a repository backup run does. Built from the command line, or from a
@@ -46,13 +60,7 @@ public struct RepoBackupSettings: Sendable {
     public static func merging(config: HostConfig, commandLine: RepoBackupSettings, jobsGiven: Bool,
                                allowEmptyGiven: Bool, warnShrinkGiven: Bool) -> RepoBackupSettings {
         var s = commandLine
-        let given = commandLine.location
-        s.location.url = config.repository
-        s.location.endpoint = given.endpoint ?? config.endpoint
-        s.location.region = given.region ?? config.region
-        s.location.profile = given.profile ?? config.profile
-        s.location.keyFile = given.keyFile ?? config.keyFile
-        s.location.passphraseFile = given.passphraseFile ?? config.passphraseFile
+        s.location = commandLine.location.merging(config: config)
         let expanded = config.expandDatabases()
         s.sources = expanded.paths
         s.unmatched = expanded.unmatched
