@@ -406,6 +406,56 @@ final class FollowerProcess {
         #expect(early.status == 2 && early.stderr.contains("no snapshot"), "\(early.stderr)")
     }
 
+    /// A gathering (every 4 segments here) replaces its period's segments and
+    /// index objects at once and their packs one gathering later, except
+    /// packs another index object names: a prune run beside the follower
+    /// gathers the follower's index objects into its own, and those must keep
+    /// their packs. Verify reads every pack back; restores land on the log.
+    @Test func gatheringsRemoveWhatTheyReplaceAndNothingElse() throws {
+        let folder = try TemporaryFolder("replicate-gather")
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess([db, "--repo", repo.url], events: events)
+        let writer = try startWriter(db, log: logPath, ["--seconds", "120", "--big-every", "60"])
+        // Once a gathering has left packs to remove, a prune has work: it
+        // gathers every index object, those of the period under way too,
+        // whose packs the next gathering replaces.
+        let until = Date().addingTimeInterval(20)
+        while Date() < until, !(try self.events(events)).contains(where: { $0["kind"] as? String == "merge" }) {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let prune = try repo.run(["prune", "--timeout", "60", "--json"])
+        #expect(prune.status == 0, "\(prune.stderr)")
+        let pruned = (try JSONSerialization.jsonObject(with: Data(prune.stdout.utf8)) as? [String: Any])?["index_objects_replaced"] as? Int ?? 0
+        #expect(pruned > 0, "prune gathered the index objects: \(prune.stdout)")
+        // Two gatherings more (every 4 s): the packs of the period the prune
+        // saw are replaced at the first and removed (or not) at the second.
+        Thread.sleep(forTimeInterval: 10)
+        writer.signal(SIGTERM)
+        #expect(writer.wait() == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(follower.stop() == 0)
+        let seen = try self.events(events)
+        let merges = seen.filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }.count
+        let segments = seen.filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "segment" }.count
+        #expect(merges >= 4, "gatherings: \(merges) of \(segments) segments")
+        let verify = try repo.run(["verify", "--read-data", "--json"])
+        #expect(verify.status == 0, "every pack an index object names is there: \(verify.stdout) \(verify.stderr)")
+        // Left unnamed: at most the packs of the last gathering's period (4
+        // segments, a pack or two each), not those of every gathering.
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        let unnamed = report["unreferenced_packs"] as? Int ?? -1
+        #expect(unnamed >= 0 && unnamed <= 8, "packs no index object names: \(unnamed) after \(merges) gatherings")
+        try checkMoments(repo, log: try WriterLog(logPath), count: 8, folder: folder, seed: 7)
+        // What is left, prune removes; the moments stay restorable.
+        #expect(try repo.run(["prune"]).status == 0)
+        #expect(try repo.run(["verify", "--read-data"]).status == 0)
+        try FileManager.default.removeItem(atPath: folder.file("latest.db"))
+        try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 8)
+    }
+
     @Test func verifyFindsADamagedSegmentAndRestoreRefusesIt() throws {
         let folder = try TemporaryFolder("replicate-damaged")
         guard let repo = try TestRepo.make(.folder, in: folder) else { return }

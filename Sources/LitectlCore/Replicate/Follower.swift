@@ -61,7 +61,21 @@ final class DatabaseFollower {
     private var header: [UInt8] = []
     private var batch: SegmentBatch!
     private var shipper: Shipper!
-    private var batchesSinceMerge = 0
+    /// The period since the last gathering: its pages (nil when the spool
+    /// failed: no gathering for it), its segments and their objects.
+    private var spool: PageSpool?
+    private var spoolFailed = false
+    private var period = Period()
+    private var gathering: Gathering?
+    /// A gathering also starts once the spool holds this many bytes.
+    static let spoolLimit: Int64 = 256 << 20
+
+    struct Period {
+        var states: [ReplicaState] = []
+        var segments: [String] = []
+        var indexes: [String] = []
+        var packs: [String] = []
+    }
     private var fileID: (dev: UInt64, ino: UInt64)?
 
     init(source: String, repository: Repository, options: ReplicateOptions, control: FollowerControl,
@@ -103,6 +117,8 @@ final class DatabaseFollower {
         }
         do {
             try follow()
+            // A gathering under way is shipped too (it is quick: no object is read).
+            try shipGathering(wait: true)
         } catch {
             marks.close()
             _ = finish()
@@ -269,9 +285,7 @@ final class DatabaseFollower {
         number = loaded.last
         chain = base.id
         chainBase = base
-        var k = KnownPages(ids)
-        for state in loaded.states { for change in state.changes { _ = k.insert(change.id) } }
-        known = k
+        known = KnownPages(ids)
         if let fullKey = try repository.listKeys(of: base).last, let fullID = PageID(hex: String(fullKey.dropFirst("lists/".count))) {
             lastFull = (fullID, try repository.loadList(fullID.hex))
         }
@@ -411,7 +425,7 @@ final class DatabaseFollower {
             if Int(p) <= ids.count && ids[Int(p) - 1] == id { continue }
             changes.append((p, id))
             // Into the batch as they come (it puts them in blobs past a few MB): memory stays flat.
-            if known.insert(id) { try bytes.withUnsafeBytes { try batch.addPage(p, number: number + 1, id: id, bytes: $0) } }
+            if known.insert(id) { try bytes.withUnsafeBytes { try addPage(p, number: number + 1, id: id, bytes: $0) } }
         }
         readHeader(mark)
         try record(kind: .resync, observed: mark.observedMicros, position: mark.header.position, transactions: 0,
@@ -444,7 +458,7 @@ final class DatabaseFollower {
         let n = number + 1
         for change in changes {
             guard let bytes = pages[change.page], known.insert(change.id) else { continue }
-            try bytes.withUnsafeBytes { try batch.addPage(change.page, number: n, id: change.id, bytes: $0) }
+            try bytes.withUnsafeBytes { try addPage(change.page, number: n, id: change.id, bytes: $0) }
             if change.page == 1 { header = Array(bytes.prefix(100)) }
         }
         let observedNow = max(observed, lastObserved)
@@ -458,16 +472,70 @@ final class DatabaseFollower {
 
     // MARK: Shipping
 
+    /// A new page into the batch, and into the spool of the period.
+    private func addPage(_ page: UInt32, number: UInt64, id: PageID, bytes: UnsafeRawBufferPointer) throws {
+        try batch.addPage(page, number: number, id: id, bytes: bytes)
+        guard !spoolFailed else { return }
+        do {
+            if spool == nil { spool = try PageSpool(pageSize: pageSize) }
+            try spool!.append(page: page, number: number, id: id, bytes: bytes)
+        } catch {
+            // No gathering for this period; the segments stay as they are.
+            report(.problem(database: source, message: "\((error as? StoreError)?.description ?? "\(error)"); the segments of this minute stay as they are", retrying: false))
+            spool = nil
+            spoolFailed = true
+        }
+    }
+
     /// Hands the states recorded since the last cut to the shipper as one
-    /// segment; every `mergeEvery` segments, has the recent ones gathered.
+    /// segment; every `mergeEvery` segments (or sooner when the spool is
+    /// large), has the period's segments gathered on a thread of its own.
     private func cut() throws {
-        guard try batch.cut(chain: chain, hostname: hostname, path: path) != nil else { return }
-        batchesSinceMerge += 1
-        if batchesSinceMerge >= max(2, options.mergeEvery) {
-            shipper.enqueue(.begin)
-            shipper.enqueue(.consolidate(chain: chain, all: false))
-            shipper.enqueue(.end(ShippedUnit(kind: .merge, chain: chain)))
-            batchesSinceMerge = 0
+        guard let unit = try batch.cut(chain: chain, hostname: hostname, path: path) else {
+            try shipGathering(wait: false)
+            return
+        }
+        period.states += unit.states
+        period.segments.append(unit.segment!)
+        if let index = batch.lastIndex { period.indexes.append(index) }
+        period.packs += batch.takePacks()
+        try shipGathering(wait: false)
+        guard gathering == nil, period.segments.count >= max(2, options.mergeEvery) || (spool?.size ?? 0) >= Self.spoolLimit else { return }
+        // Every page the period's index objects name must be in the spool:
+        // the gathering's index object replaces theirs.
+        if let spool, !spoolFailed, spool.entries.count == batch.pagesAdded - periodStartPages, period.segments.count > 1 {
+            gathering = Gathering(Gathering.Job(repository: repository, spool: spool, chain: chain, hostname: hostname, path: path,
+                                                states: period.states,
+                                                replaced: Replacement(segments: period.segments, indexes: period.indexes, packs: period.packs)))
+        }
+        newPeriod()
+    }
+
+    private var periodStartPages = 0
+
+    /// Starts a period: the next gathering covers the segments from here.
+    /// The pages known to be stored become those of the last state (a page
+    /// that goes back to an older content is stored again): memory stays
+    /// the database's size, not the chain's hour of changes.
+    private func newPeriod() {
+        known = KnownPages(ids)
+        periodStartPages = batch.pagesAdded
+        period = Period()
+        spool = nil
+        spoolFailed = false
+    }
+
+    /// Hands a finished gathering's objects to the shipper as one unit (with
+    /// `wait`, once it is done); a gathering that failed is reported and
+    /// let be.
+    private func shipGathering(wait: Bool) throws {
+        guard let g = gathering, let outcome = wait ? g.wait() : g.finished else { return }
+        gathering = nil
+        switch outcome {
+        case .ready(let items):
+            for item in items { shipper.enqueue(item, stopping: { [control] in control.stopRequested }) }
+        case .failed(let message):
+            report(.problem(database: source, message: "\(message); the segments of this minute stay as they are", retrying: false))
         }
     }
 
@@ -476,6 +544,10 @@ final class DatabaseFollower {
     /// chain it closes is gathered into one segment and one index object.
     private func fold() throws {
         try cut()
+        // The chain closes: its segments and index objects are gathered
+        // into one each by the shipper, those of this period with them.
+        try shipGathering(wait: true)
+        newPeriod()
         let started = Clock.now()
         let listBytes: [UInt8]
         var becomesFull = false
@@ -497,13 +569,13 @@ final class DatabaseFollower {
         shipper.enqueue(.begin)
         shipper.enqueue(.put(key: "lists/" + listID.hex, bytes: sealedList, role: .list))
         shipper.enqueue(.put(key: "snapshots/" + snapshot.id, bytes: sealedSnapshot, role: .snapshot))
-        shipper.enqueue(.consolidate(chain: chain, all: true))
+        shipper.enqueue(.closeChain(chain))
         shipper.enqueue(.end(ShippedUnit(kind: .fold, chain: snapshot.id, snapshot: snapshot.id)))
         chain = snapshot.id
         chainBase = snapshot
         number = 0
         known = KnownPages(ids)
-        batchesSinceMerge = 0
+        newPeriod()
     }
 
     /// The changes from `full` to the current ids, when a delta is under half a full list.

@@ -15,15 +15,20 @@ enum UploadItem {
     case begin
     /// Write an object (its key names its content; writing it again is harmless).
     case put(key: String, bytes: [UInt8], role: Role)
-    /// Gather the chain's recent segments and index objects into one each
-    /// (`all`: every segment of the chain, when it is closed by a fold).
-    case consolidate(chain: String, all: Bool)
+    /// Write a pack whose bytes wait in a spool file (a gathering's).
+    case putSpooled(key: String, file: SpoolFile, offset: Int64, count: Int)
+    /// Gather every segment and index object of the chain into one each,
+    /// when a fold closes it.
+    case closeChain(String)
+    /// Remove what a gathering replaced (its objects are durable), and the
+    /// packs the gathering before it replaced (Gathering.swift).
+    case replace(Replacement)
     /// Release the lock; what was written is durable: report it.
     case end(ShippedUnit)
     /// No more items: the shipper stops once everything before is written.
     case finish
 
-    enum Role { case pack, index, segment, list, snapshot }
+    enum Role { case pack, index, segment, list, snapshot, gatheredIndex, gatheredSegment }
 
     var size: Int { if case .put(_, let bytes, _) = self { return bytes.count } else { return 0 } }
 }
@@ -40,9 +45,9 @@ struct ShippedUnit {
     var segment: String?
 }
 
-/// A set of page ids known to be stored and named by the current chain (its
-/// base's pages and the pages its states added): a page met again is not
-/// stored again. 40 bytes a page.
+/// A set of page ids known to be stored and named by the current chain (the
+/// pages of the state the period began at, and those added since): a page
+/// met again is not stored again. 40 bytes a page.
 struct KnownPages {
     private(set) var ids: [PageID] = []
     private var table = IDTable()
@@ -81,6 +86,11 @@ final class SegmentBatch {
     private var begun = false
     /// Bytes handed to the shipper for the unit in progress.
     private(set) var bytes: Int64 = 0
+    /// The objects of the last cut: its packs and index object.
+    private(set) var lastPacks: [String] = []
+    private(set) var lastIndex: String?
+    /// Pages added since the batch was made.
+    private(set) var pagesAdded = 0
     let emit: (UploadItem) throws -> Void
 
     init(repository: Repository, pageSize: Int, emit: @escaping (UploadItem) throws -> Void) {
@@ -95,6 +105,7 @@ final class SegmentBatch {
     func addPage(_ page: UInt32, number: UInt64, id: PageID, bytes: UnsafeRawBufferPointer) throws {
         raw.append((page, number, id, Array(bytes)))
         rawBytes += bytes.count
+        pagesAdded += 1
         if rawBytes >= Self.rawLimit { try compressRaw() }
     }
 
@@ -130,10 +141,16 @@ final class SegmentBatch {
         rawBytes = 0
     }
 
+    /// Writes the pack, ended with 16 random bytes that no blob covers: no
+    /// other writer's pack can have its name, so the pack a gathering
+    /// replaces can be removed without reading every index object.
     private func flushPack() throws {
         guard !pack.isEmpty else { return }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2 { withUnsafeBytes(of: random.next() as UInt64) { pack.append(contentsOf: $0) } }
         let id = PageID(digest: SHA256.hash(data: pack))
         packIDs.append(id)
+        lastPacks.append(Repository.packKey(id))
         try send(.put(key: Repository.packKey(id), bytes: pack, role: .pack))
         pack = []
     }
@@ -142,13 +159,15 @@ final class SegmentBatch {
     /// segment of its states, and the end of the unit. nil when no state was recorded.
     func cut(chain: String, hostname: String, path: String) throws -> ShippedUnit? {
         guard !states.isEmpty else { return nil }
+        lastIndex = nil
         try compressRaw()
         try flushPack()
         if !blobs.isEmpty {
             let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { self.blobs[$0] },
                                             id: { self.blobIDs[$0][$1] })
             let sealed = try repository.keys.seal(object)
-            try send(.put(key: "index/" + Hex.encode(Array(SHA256.hash(data: sealed))), bytes: sealed, role: .index))
+            lastIndex = "index/" + Hex.encode(Array(SHA256.hash(data: sealed)))
+            try send(.put(key: lastIndex!, bytes: sealed, role: .index))
         }
         let segment = Segment(chain: chain, hostname: hostname, path: path, pageSize: pageSize, states: states)
         let (key, sealed) = try repository.sealSegment(segment)
@@ -157,5 +176,11 @@ final class SegmentBatch {
         try emit(.end(unit))
         states = []; blobs = []; blobIDs = []; packIDs = []; begun = false; bytes = 0
         return unit
+    }
+
+    /// Forgets the packs of the last cuts (the follower has taken them).
+    func takePacks() -> [String] {
+        defer { lastPacks = [] }
+        return lastPacks
     }
 }

@@ -2,10 +2,11 @@
 // the follower keeps reading the -wal (and taking turns with its read marks,
 // so the application's checkpoints proceed) while an object store is slow
 // or failing. Items come in write order through a queue bounded in bytes;
-// each unit is written under a shared lock (prune waits for it, and gets in
+// each unit is written under a shared lock, kept from unit to unit for up to 5 s (prune waits for it, and gets in
 // between units); an object that cannot be written is retried with backoff
-// until it is, never skipped. Recent segments and index objects are gathered
-// into one each now and then, so that restores read few objects. Part of the
+// until it is, never skipped. It removes what gatherings replace
+// (Gathering.swift), and gathers a chain's segments and index objects into
+// one each when a fold closes it, so that restores read few objects. Part of the
 // replicate capability (built on Repository/'s locks, index objects and
 // object stores).
 import Foundation
@@ -29,6 +30,14 @@ final class Shipper: @unchecked Sendable {
     private var recentIndexes: [String] = []
     /// Index objects of the chain that gatherings made.
     private var chainIndexes: [String] = []
+    /// Index objects that cannot name a pack a gathering replaced: those
+    /// there before this process wrote its first pack, and its own (nil
+    /// until listed).
+    private var innocentIndexes: Set<String>?
+    /// Packs of other index objects read (those a prune wrote meanwhile).
+    private var namedElsewhere = Set<String>()
+    /// The packs the last gathering replaced, removed at the next one.
+    private var replacedPacks: [String] = []
 
     init(repository: Repository, database: String, limit: Int = 16 << 20,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
@@ -60,9 +69,17 @@ final class Shipper: @unchecked Sendable {
         condition.lock(); stopDeadline = deadline; condition.broadcast(); condition.unlock()
     }
 
-    private func next() -> UploadItem {
+    /// The next item; nil when none came within `timeout` seconds.
+    private func next(timeout: Double? = nil) -> UploadItem? {
         condition.lock(); defer { condition.unlock() }
-        while queue.isEmpty { condition.wait() }
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        while queue.isEmpty {
+            if let deadline {
+                if !condition.wait(until: deadline) && queue.isEmpty { return nil }
+            } else {
+                condition.wait()
+            }
+        }
         let item = queue.removeFirst()
         queuedBytes -= item.size
         condition.broadcast()
@@ -103,19 +120,36 @@ final class Shipper: @unchecked Sendable {
         return error.kind == .unavailable || error.kind == .io
     }
 
+    /// How long the shared lock is kept from unit to unit.
+    static let lockHold = 5.0
+
     /// Writes items until `.finish`. Returns false when something could not be written.
     func run() -> Bool {
         var lock: RepoLock?
+        var lockTaken = 0.0
         var unitBytes: Int64 = 0
         defer { lock?.release() }
         while true {
-            let item = next()
+            // The shared lock is kept from unit to unit (each lock is two
+            // requests more, and a delete), but let go when no unit comes for
+            // a second, and after each unit once it is 5 s old: a prune,
+            // which retries every 0.5 s, gets in between.
+            guard let item = next(timeout: lock == nil ? nil : 1) else {
+                lock?.release(); lock = nil
+                continue
+            }
             if failed { if case .finish = item { return false }; continue }
             switch item {
             case .begin:
                 unitBytes = 0
+                if lock != nil { continue }
                 if !retrying("\(repository.location): cannot take a shared lock", {
                     lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
+                    lockTaken = Clock.now()
+                }) { fail(); continue }
+                // (When they cannot be listed, no pack is ever removed: prune does it.)
+                if innocentIndexes == nil, !retrying("\(repository.location): cannot list index objects", skippingPermanent: true, {
+                    innocentIndexes = Set(try repository.store.list(prefix: "index/").map(\.key))
                 }) { fail() }
             case .put(let key, let bytes, let role):
                 if !retrying("\(repository.objectName(key)): cannot write", {
@@ -125,15 +159,26 @@ final class Shipper: @unchecked Sendable {
                 unitBytes += Int64(bytes.count)
                 switch role {
                 case .segment: recentSegments.append(key)
-                case .index: recentIndexes.append(key)
+                case .index: recentIndexes.append(key); innocentIndexes?.insert(key)
+                case .gatheredIndex: chainIndexes.append(key); innocentIndexes?.insert(key)
                 default: break
                 }
-            case .consolidate(let chain, let all):
+            case .putSpooled(let key, let file, let offset, let count):
+                if !retrying("\(repository.objectName(key)): cannot write", {
+                    try lock?.refresh()
+                    try repository.store.put(key, try file.read(offset: offset, count: count))
+                }) { fail(); continue }
+                unitBytes += Int64(count)
+            case .replace(let replaced):
+                if !retrying("\(repository.location): cannot remove what a gathering replaced", skippingPermanent: true, {
+                    try replace(replaced)
+                }) { fail() }
+            case .closeChain(let chain):
                 if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", skippingPermanent: true, {
-                    unitBytes += try consolidate(chain: chain, all: all)
+                    unitBytes += try closeChain(chain)
                 }) { fail() }
             case .end(let unit):
-                lock?.release(); lock = nil
+                if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
                 shipped(unit, unitBytes)
             case .finish:
                 return true
@@ -145,20 +190,46 @@ final class Shipper: @unchecked Sendable {
         condition.lock(); failed = true; condition.broadcast(); condition.unlock()
     }
 
-    /// Gathers segments into one (with `all`, every segment of the chain,
-    /// which a fold closes; else those written since the last gathering),
-    /// regroups the recent batches' pages (Regroup.swift), and gathers index
-    /// objects (with `all`, every one written for the chain). Each new
-    /// object is written before those it replaces are removed; a retry after
-    /// a failure midway skips what is gone. Returns the bytes written.
-    private func consolidate(chain: String, all: Bool) throws -> Int64 {
+    /// Removes the segments and index objects a gathering replaced (its own
+    /// are durable), then the packs the gathering before it replaced: none
+    /// that an index object other than this process's own names (a prune
+    /// that ran meanwhile gathers the index objects it finds, ours too).
+    private func replace(_ replaced: Replacement) throws {
+        func remove(_ key: String) throws {
+            do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
+        }
+        for key in replaced.segments { try remove(key) }
+        for key in replaced.indexes { try remove(key) }
+        let gone = Set(replaced.segments + replaced.indexes)
+        recentSegments.removeAll { gone.contains($0) }
+        recentIndexes.removeAll { gone.contains($0) }
+        if !replacedPacks.isEmpty, var innocent = innocentIndexes {
+            for object in try repository.store.list(prefix: "index/") where !innocent.contains(object.key) {
+                let bytes: [UInt8]
+                do { bytes = try repository.getObject(object.key) } catch let error as StoreError where error.kind == .notFound { continue }
+                var index = RepoIndex()
+                try IndexObject.decode(bytes, what: repository.objectName(object.key), into: &index, source: 0)
+                for pack in index.packs { namedElsewhere.insert(Repository.packKey(pack)) }
+                innocent.insert(object.key)
+            }
+            innocentIndexes = innocent
+            for key in replacedPacks where !namedElsewhere.contains(key) { try remove(key) }
+        }
+        // Packs are removed one gathering later: a restore that read the
+        // old index objects has had that long to read them.
+        replacedPacks = replaced.packs
+    }
+
+    /// Gathers every segment of a chain a fold closed into one, and its
+    /// index objects (those this process wrote) into one. Each new object is
+    /// written before those it replaces are removed; a retry after a failure
+    /// midway skips what is gone. Returns the bytes written.
+    private func closeChain(_ chain: String) throws -> Int64 {
         var written: Int64 = 0
-        let segmentKeys = all ? try repository.segmentKeys(chain: chain).map(\.key) : recentSegments
         var segments: [(key: String, segment: Segment)] = []
-        for key in segmentKeys {
+        for key in try repository.segmentKeys(chain: chain).map(\.key) {
             do { segments.append((key, try repository.loadSegment(key))) } catch let error as StoreError where error.kind == .notFound {}
         }
-        let recent = segments.filter { recentSegments.contains($0.key) }.map(\.segment)
         if segments.count > 1 {
             var states: [UInt64: ReplicaState] = [:]
             for s in segments { for state in s.segment.states { states[state.number] = state } }
@@ -173,15 +244,7 @@ final class Shipper: @unchecked Sendable {
             }
         }
         recentSegments = []
-        // The packs a regrouping replaced stay: pack names are content
-        // addresses, so another index object (a backup's, an older chain's)
-        // may name the same pack; prune removes the packs no index names.
-        if recentIndexes.count > 1, let outcome = try Regroup.run(repository, indexKeys: recentIndexes, segments: recent) {
-            written += outcome.bytes
-            for old in outcome.replaced where old != outcome.indexKey { try repository.store.delete(old) }
-            recentIndexes = [outcome.indexKey]
-        }
-        let indexKeys = all ? chainIndexes + recentIndexes : []
+        let indexKeys = chainIndexes + recentIndexes
         var gathered: [String] = []
         var index = RepoIndex()
         if indexKeys.count > 1 {
@@ -198,9 +261,10 @@ final class Shipper: @unchecked Sendable {
                                             id: { b, slot in index.entries[Int(byBlob.positions[Int(byBlob.starts[b]) + slot])].id })
             let (id, bytes) = try repository.putObject(prefix: "index", object)
             written += Int64(bytes)
+            innocentIndexes?.insert("index/" + id)
             for old in gathered where old != "index/" + id { try repository.store.delete(old) }
         }
-        chainIndexes = all ? [] : chainIndexes + recentIndexes
+        chainIndexes = []
         recentIndexes = []
         return written
     }

@@ -1,0 +1,230 @@
+// The recent segments of a chain gathered into one, with their pages stored
+// again together. Each segment's pack holds the versions of its second side
+// by side, so zstd stores each page's first version of the second whole and
+// the later ones as their changed bytes; but a page changed every second is
+// stored whole every second. A gathering stores every version of one page of
+// the whole period (a minute by default) side by side in new blobs, one new
+// pack (or a few), one index object and one segment for the period's states;
+// the shipper then removes the segments and index objects it replaces, and,
+// one gathering later (a restore that read the old index objects has had a
+// minute to read their packs), the packs it replaces (Shipper.reclaim).
+//
+// The pages come from the follower's spool (an unlinked temporary file of
+// the raw pages it recorded, PageSpool), not from the repository: a
+// gathering reads no object, and runs on a thread of its own beside the
+// follower and the shipper, as pure computation; the follower hands its
+// objects to the shipper as one unit, in write order. Part of the replicate
+// capability, built on Repository/'s blobs, packs, index objects and segments.
+import Foundation
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A temporary file unlinked as soon as it is made: it takes no memory, and
+/// nothing of it is left after the process ends, however it ends.
+final class SpoolFile: @unchecked Sendable {
+    private let descriptor: Int32
+    let path: String
+    private(set) var size: Int64 = 0
+
+    init() throws {
+        let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((folder + "/.litectl-spool-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard fd >= 0 else {
+            throw StoreError(.io, location: folder, message: "cannot make a spool file: \(String(cString: strerror(errno)))")
+        }
+        unlink(path)
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+
+    /// Appends `bytes`; returns where they start.
+    @discardableResult
+    func append(_ bytes: UnsafeRawBufferPointer) throws -> Int64 {
+        let start = size
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(start) + off_t(done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw StoreError(.io, location: path, message: "cannot write a spool file: \(String(cString: strerror(errno)))")
+            }
+            done += n
+        }
+        size += Int64(bytes.count)
+        return start
+    }
+
+    /// Reads `count` bytes at `offset` into `buffer` at `at`.
+    func read(offset: Int64, count: Int, into buffer: UnsafeMutableRawBufferPointer, at: Int = 0) throws {
+        precondition(at + count <= buffer.count)
+        var done = 0
+        while done < count {
+            let n = pread(descriptor, buffer.baseAddress! + at + done, count - done, off_t(offset) + off_t(done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw StoreError(.io, location: path, message: "cannot read a spool file: \(n < 0 ? String(cString: strerror(errno)) : "it is shorter than written")")
+            }
+            done += n
+        }
+    }
+
+    /// `count` bytes at `offset`.
+    func read(offset: Int64, count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        try bytes.withUnsafeMutableBytes { try read(offset: offset, count: count, into: $0) }
+        return bytes
+    }
+}
+
+/// The raw pages the follower recorded since the last gathering, in a spool file.
+final class PageSpool: @unchecked Sendable {
+    struct Entry {
+        var page: UInt32
+        var number: UInt64
+        var id: PageID
+        var offset: Int64
+    }
+    private(set) var entries: [Entry] = []
+    let pageSize: Int
+    private let file: SpoolFile
+    var size: Int64 { file.size }
+
+    init(pageSize: Int) throws {
+        self.pageSize = pageSize
+        file = try SpoolFile()
+    }
+
+    /// Adds a page of state `number`.
+    func append(page: UInt32, number: UInt64, id: PageID, bytes: UnsafeRawBufferPointer) throws {
+        precondition(bytes.count == pageSize)
+        let offset = try file.append(bytes)
+        entries.append(Entry(page: page, number: number, id: id, offset: offset))
+    }
+
+    /// Reads the page of `entry` into `buffer` at `at`.
+    func read(_ entry: Entry, into buffer: UnsafeMutableRawBufferPointer, at: Int) throws {
+        try file.read(offset: entry.offset, count: pageSize, into: buffer, at: at)
+    }
+}
+
+/// What a gathering replaces: removed by the shipper once the gathering's objects are durable.
+struct Replacement {
+    var segments: [String]
+    var indexes: [String]
+    /// Packs that only `indexes` name (the follower's segment packs end with
+    /// random bytes, so no other writer's pack has their name).
+    var packs: [String]
+}
+
+/// One gathering, on a thread of its own.
+final class Gathering: @unchecked Sendable {
+    struct Job {
+        var repository: Repository
+        var spool: PageSpool
+        var chain: String
+        var hostname: String
+        var path: String
+        var states: [ReplicaState]
+        var replaced: Replacement
+    }
+    enum Outcome {
+        /// The unit to ship: .begin, packs, index, segment, .replace, .end.
+        case ready([UploadItem])
+        case failed(String)
+    }
+    private let outcome = Locked<Outcome?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ job: Job) {
+        let thread = Thread { [outcome, done] in
+            let result: Outcome
+            do { result = .ready(try Self.run(job)) } catch {
+                let message = (error as? StoreError)?.description ?? "\(error)"
+                result = .failed(message)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        thread.name = "litectl-gather"
+        thread.start()
+    }
+
+    /// The outcome, when the gathering is done.
+    var finished: Outcome? { outcome.withLock { $0 } }
+
+    /// Waits for the outcome.
+    func wait() -> Outcome {
+        done.wait(); done.signal()
+        return outcome.withLock { $0! }
+    }
+
+    /// The objects of a gathering: the spool's pages in (page, state) order
+    /// (a page's versions side by side), in blobs and packs; their index
+    /// object; the segment of every state of the period.
+    static func run(_ job: Job) throws -> [UploadItem] {
+        let repository = job.repository, spool = job.spool, pageSize = spool.pageSize
+        var order = spool.entries
+        order.sort { ($0.page, $0.number) < ($1.page, $1.number) }
+        let perBlob = repository.blobPages(pageSize: pageSize)
+        let log2 = UInt8(pageSize.trailingZeroBitCount)
+        let compressor = ZstdCompressor(level: 3)
+        var items: [UploadItem] = [.begin]
+        // The new packs wait in a spool file of their own, read back one at
+        // a time as the shipper writes them: memory stays flat.
+        let output = try SpoolFile()
+        var group = [UInt8](repeating: 0, count: perBlob * pageSize), groupIDs: [PageID] = []
+        var pack: [UInt8] = [], packIDs: [PageID] = []
+        // Packs of at most 1 MiB: the shipper holds one, and the HTTP
+        // client its copy, while the follower goes on (memory stays low).
+        let packSize = min(repository.packSize, 1 << 20)
+        var blobs: [BlobRecord] = [], blobIDs: [[PageID]] = []
+        var emitted = Set<PageID>()
+        func flushPack() throws {
+            guard !pack.isEmpty else { return }
+            let id = PageID(digest: SHA256.hash(data: pack))
+            packIDs.append(id)
+            let offset = try pack.withUnsafeBytes { try output.append($0) }
+            items.append(.putSpooled(key: Repository.packKey(id), file: output, offset: offset, count: pack.count))
+            pack.removeAll(keepingCapacity: true)
+        }
+        func flushGroup() throws {
+            guard !groupIDs.isEmpty else { return }
+            let blob = try group.withUnsafeBytes {
+                try repository.blob(of: UnsafeRawBufferPointer(rebasing: $0[0..<groupIDs.count * pageSize]), compressor: compressor)
+            }
+            if !pack.isEmpty && pack.count + blob.count > packSize { try flushPack() }
+            blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
+                                    pages: UInt8(groupIDs.count), pageSizeLog2: log2, source: 0))
+            blobIDs.append(groupIDs)
+            pack.append(contentsOf: blob)
+            groupIDs.removeAll(keepingCapacity: true)
+        }
+        for entry in order where emitted.insert(entry.id).inserted {
+            try group.withUnsafeMutableBytes { try spool.read(entry, into: $0, at: groupIDs.count * pageSize) }
+            groupIDs.append(entry.id)
+            if groupIDs.count == perBlob { try flushGroup() }
+        }
+        try flushGroup()
+        try flushPack()
+        if !blobs.isEmpty {
+            let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { blobs[$0] }, id: { blobIDs[$0][$1] })
+            let sealed = try repository.keys.seal(object)
+            items.append(.put(key: "index/" + Hex.encode(Array(SHA256.hash(data: sealed))), bytes: sealed, role: .gatheredIndex))
+        }
+        let segment = Segment(chain: job.chain, hostname: job.hostname, path: job.path, pageSize: pageSize, states: job.states)
+        let (key, sealed) = try repository.sealSegment(segment)
+        items.append(.put(key: key, bytes: sealed, role: .gatheredSegment))
+        var replaced = job.replaced
+        replaced.segments.removeAll { $0 == key }
+        items.append(.replace(replaced))
+        items.append(.end(ShippedUnit(kind: .merge, chain: job.chain, segment: key)))
+        return items
+    }
+}
