@@ -74,6 +74,31 @@ final class RepositoryTests: XCTestCase {
     /// Every page matches its id, yet the file is not what the snapshot
     /// recorded (its SHA-256, or its logical hash): nothing is restored and
     /// nothing is left beside the target.
+    /// Two databases whose paths differ only in their Unicode form (NFC
+    /// "café.db", NFD "café.db") are two files on Linux and two series of
+    /// snapshots: retention keeps each one's newest, `latest` of one never
+    /// picks the other's (Swift's String == would call the names equal).
+    func testPathsThatDifferOnlyInUnicodeFormAreTwoSeries() throws {
+        let folder = try TemporaryFolder("repo-nfd")
+        let repository = try makeRepo(folder)
+        let nfc = folder.file("caf\u{E9}.db"), nfd = folder.file("cafe\u{301}.db")
+        XCTAssertFalse(Array(nfc.utf8) == Array(nfd.utf8))
+        try makeDatabase(nfc, "CREATE TABLE t(v); INSERT INTO t VALUES ('nfc');")
+        try makeDatabase(nfd, "CREATE TABLE t(v); INSERT INTO t VALUES ('nfd'), ('nfd');")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".db") }.count, 2)
+        _ = try backup(nfd, repository)
+        let newest = try backup(nfc, repository).snapshot
+        let snapshots = try repository.snapshots().snapshots
+        XCTAssertEqual(snapshots.count, 2)
+        let decision = RepoForget.decide(snapshots, policy: RetentionPolicy(last: 1))
+        XCTAssertEqual(decision.remove.count, 0, "each series keeps its newest")
+        let picked = try SnapshotSelector.select("latest", from: snapshots, database: nfd, at: nil, location: "repo")
+        XCTAssertTrue(Array(picked.path.utf8) == Array(nfd.utf8), "latest of the NFD path is its own snapshot")
+        XCTAssertNotEqual(picked.id, newest.id)
+        XCTAssertThrowsError(try SnapshotSelector.select("latest", from: snapshots, database: nil, at: nil, location: "repo"),
+                             "two databases: latest is ambiguous")
+    }
+
     func testRestoreRefusesAFileThatIsNotTheRecordedOne() throws {
         for version in [2, 3] {
             let folder = try TemporaryFolder("repo")

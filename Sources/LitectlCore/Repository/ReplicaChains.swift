@@ -159,7 +159,7 @@ public enum ReplicaSelector {
                               repository: Repository, note: (String) -> Void = { _ in }) throws -> RestorePoint {
         let newest = try SnapshotSelector.select(name, from: snapshots, database: database, at: at, location: repository.location)
         guard name == "latest", repository.holdsSegments else { return .snapshot(newest) }
-        let bases = Repository.chainBases(snapshots).filter { $0.path == newest.path && $0.hostname == newest.hostname && $0.time <= (at ?? .infinity) }
+        let bases = Repository.chainBases(snapshots).filter { sameBytes($0.path, newest.path) && sameBytes($0.hostname, newest.hostname) && $0.time <= (at ?? .infinity) }
         guard let base = bases.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) else { return .snapshot(newest) }
         let chain: ReplicaChain
         do {
@@ -200,8 +200,8 @@ extension Repository {
         var followers: [String: ReplicaInfo.Follows] = [:]
         for base in bases { if let f = base.replica?.follows { followers[f.chain] = f } }
         var out: [RestorableRange] = []
-        let groups = Dictionary(grouping: bases) { $0.hostname + "\u{0}" + $0.path }
-        for key in groups.keys.sorted() {
+        let groups = Dictionary(grouping: bases) { seriesKey(hostname: $0.hostname, path: $0.path) }
+        for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             let chains = groups[key]!.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
             var current: RestorableRange?
             for base in chains {

@@ -49,10 +49,10 @@ extension RepoForget {
         guard let within else { return (decision, removed.sorted { $0.chain < $1.chain }) }
         var successors: [String: ReplicaInfo.Follows] = [:]
         for base in bases { if let f = base.replica?.follows { successors[f.chain] = f } }
-        let groups = Dictionary(grouping: bases.filter { database == nil || $0.database == database || $0.path == database }) {
-            $0.hostname + "\u{0}" + $0.path
+        let groups = Dictionary(grouping: bases.filter { database == nil || sameBytes($0.database, database!) || sameBytes($0.path, database!) }) {
+            seriesKey(hostname: $0.hostname, path: $0.path)
         }
-        for key in groups.keys.sorted() {
+        for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             let chains = groups[key]!.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
             for base in chains.dropLast() {
                 // The last moment: from the chain that continues it, else from its own segments.

@@ -253,7 +253,7 @@ public enum RepoBackup {
         let checking = Locked(false)
         // The parent's page list, which the new one is compared with, is
         // read once the scan is done, beside the check when it still runs.
-        let parent = snapshots.last { $0.path == sourcePath && $0.hostname == RepoLock.hostname }
+        let parent = snapshots.last { sameBytes($0.path, sourcePath) && sameBytes($0.hostname, RepoLock.hostname) }
         let parentListRead = Locked<Concurrently.Pending<ParentList?>?>(nil)
         defer { _ = try? parentListRead.withLock({ $0 })?.wait() }
         let ((scan, earlyFacts), separateHash) = try withoutActuallyEscaping(progress) { progress in

@@ -122,9 +122,9 @@ public enum RepoBackupRun {
         if !settings.retention.isEmpty {
             let lock = try RepoLock(repository, exclusive: false, command: "forget", timeout: settings.timeout)
             defer { lock.release() }
-            let backedUp = Set(results.compactMap { $0.outcome.flatMap { $0.shrink == nil ? $0.snapshot.path : nil } })
+            let backedUp = Set(results.compactMap { $0.outcome.flatMap { $0.shrink == nil ? Array($0.snapshot.path.utf8) : nil } })
             let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: settings.retention)
-            outcome.forgotten = decision.remove.filter { backedUp.contains($0.path) && $0.hostname == RepoLock.hostname }
+            outcome.forgotten = decision.remove.filter { backedUp.contains(Array($0.path.utf8)) && sameBytes($0.hostname, RepoLock.hostname) }
             try RepoForget.remove(outcome.forgotten, from: repository)
         }
         if let path = settings.metricsFile {

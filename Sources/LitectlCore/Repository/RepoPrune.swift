@@ -28,15 +28,15 @@ public enum RepoForget {
     /// (`Retention.kept(times:holdsData:policy:)`).
     /// Snapshots of other databases than `database` (a name or path) are kept.
     public static func decide(_ snapshots: [Snapshot], policy: RetentionPolicy, database: String? = nil) -> ForgetDecision {
-        var groups: [String: [Snapshot]] = [:]
+        var groups: [[UInt8]: [Snapshot]] = [:]
         var keep: [Snapshot] = [], remove: [Snapshot] = []
         for s in snapshots {
-            if let database, s.database != database && s.path != database { keep.append(s); continue }
+            if let database, !sameBytes(s.database, database) && !sameBytes(s.path, database) { keep.append(s); continue }
             // Bases of replicated chains go with their chains (ReplicaRetention.swift).
             if s.replica != nil { keep.append(s); continue }
-            groups[s.hostname + "\u{0}" + s.path, default: []].append(s)
+            groups[seriesKey(hostname: s.hostname, path: s.path), default: []].append(s)
         }
-        for key in groups.keys.sorted() {
+        for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             let group = groups[key]!
             let kept = Retention.kept(times: group.map(\.time),
                                       holdsData: group.map { EmptySource.holdsData(pageCount: Int64($0.pageCount)) }, policy: policy)

@@ -9,7 +9,7 @@ public enum SnapshotSelector {
     public static func select(_ name: String, from snapshots: [Snapshot], database: String?, at: Double?,
                               location: String) throws -> Snapshot {
         func fits(_ s: Snapshot) -> Bool {
-            if let database, s.database != database, s.path != database, s.path != BackupJob.resolvedPath(database) { return false }
+            if let database, !sameBytes(s.database, database), !sameBytes(s.path, database), !sameBytes(s.path, BackupJob.resolvedPath(database)) { return false }
             if let at, s.time > at { return false }
             return true
         }
@@ -18,7 +18,7 @@ public enum SnapshotSelector {
             guard let newest = candidates.max(by: { $0.time < $1.time }) else {
                 throw StoreError(.notFound, location: location, message: "no snapshot\(database.map { " of \($0)" } ?? "")\(at.map { " at or before \(Timestamp.iso8601($0))" } ?? "")")
             }
-            if database == nil, Set(candidates.map(\.path)).count > 1 {
+            if database == nil, Set(candidates.map { Array($0.path.utf8) }).count > 1 {
                 throw StoreError(.other, location: location, message: "latest is ambiguous: the repository holds several databases; name one with --db")
             }
             return newest
