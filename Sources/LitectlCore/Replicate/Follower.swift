@@ -60,6 +60,7 @@ final class DatabaseFollower {
     /// Page 1's first 100 bytes (the header facts of fold snapshots).
     private var header: [UInt8] = []
     private var batch: SegmentBatch!
+    private let frames = FrameBuffer()
     private var shipper: Shipper!
     /// The period since the last gathering: its pages (nil when the spool
     /// failed: no gathering for it), its segments and their objects.
@@ -255,7 +256,7 @@ final class DatabaseFollower {
     /// be read back, else starts a new one from a full snapshot.
     private func start(at mark: ReadMark) throws {
         let snapshots = try repository.snapshots().snapshots
-        let mine = Repository.chainBases(snapshots).filter { $0.hostname == hostname && $0.path == path }
+        let mine = Repository.chainBases(snapshots).filter { sameBytes($0.hostname, hostname) && sameBytes($0.path, path) }
         if let base = mine.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) {
             do {
                 try adopt(base)
@@ -268,7 +269,7 @@ final class DatabaseFollower {
                 report(.problem(database: source, message: "cannot continue chain \(base.shortID): \((error as? StoreError)?.description ?? "\(error)"); starting a new chain", retrying: true))
             }
         }
-        try newChain(at: mark, parent: snapshots.filter { $0.hostname == hostname && $0.path == path }.max { $0.time < $1.time })
+        try newChain(at: mark, parent: snapshots.filter { sameBytes($0.hostname, hostname) && sameBytes($0.path, path) }.max { $0.time < $1.time })
         report(.started(database: source, chain: chain, state: 0, how: "new chain"))
     }
 
@@ -362,13 +363,16 @@ final class DatabaseFollower {
         guard let wal = WALFile(marks.connection(of: mark), pageSize: pageSize) else {
             throw WALMismatch(description: "the -wal is not open")
         }
-        let commits = try wal.commits(after: position, newGeneration: newGeneration, index: mark.header)
+        let commits = try wal.commits(after: position, newGeneration: newGeneration, index: mark.header, buffer: frames)
         guard commits.transactions > 0 else { position = commits.end; return }
         var changes: [(page: UInt32, id: PageID)] = []
         var pages: [UInt32: [UInt8]] = [:]
         var buffer = [UInt8](repeating: 0, count: pageSize)
         for (page, offset) in commits.newest.sorted(by: { $0.key < $1.key }) {
-            guard buffer.withUnsafeMutableBytes({ wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) }) else {
+            // (Checked by the checksum chain as read: the same bytes, unless read again.)
+            guard buffer.withUnsafeMutableBytes({
+                frames.copy(offset: offset, count: pageSize, into: $0.baseAddress!) || wal.read(into: $0.baseAddress!, count: pageSize, offset: offset)
+            }) else {
                 throw WALMismatch(description: "page \(page)'s frame cannot be read")
             }
             let id = buffer.withUnsafeBytes { repository.pageID($0) }

@@ -77,6 +77,9 @@ final class SegmentBatch {
     private var raw: [(page: UInt32, number: UInt64, id: PageID, bytes: [UInt8])] = []
     private var rawBytes = 0
     static let rawLimit = 8 << 20
+    /// The pages of one blob before compression (kept from cut to cut: no
+    /// fresh megabyte to fault in every second).
+    private var blobBuffer: [UInt8] = []
     /// The pack being filled, and the blobs written since the last index object.
     private var pack: [UInt8] = []
     private var packIDs: [PageID] = []
@@ -123,13 +126,12 @@ final class SegmentBatch {
         raw.sort { ($0.page, $0.number) < ($1.page, $1.number) }
         let perBlob = repository.blobPages(pageSize: pageSize)
         var start = 0
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(perBlob * pageSize)
+        blobBuffer.reserveCapacity(perBlob * pageSize)
         while start < raw.count {
             let end = min(raw.count, start + perBlob)
-            buffer.removeAll(keepingCapacity: true)
-            for r in raw[start..<end] { buffer.append(contentsOf: r.bytes) }
-            let blob = try buffer.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
+            blobBuffer.removeAll(keepingCapacity: true)
+            for r in raw[start..<end] { blobBuffer.append(contentsOf: r.bytes) }
+            let blob = try blobBuffer.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
             if !pack.isEmpty && pack.count + blob.count > repository.packSize { try flushPack() }
             blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
                                     pages: UInt8(end - start), pageSizeLog2: log2, source: 0))

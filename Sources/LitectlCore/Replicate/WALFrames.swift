@@ -74,6 +74,31 @@ struct WALCommits {
     var end: WALPosition
 }
 
+/// The frames a follower read last, kept from look to look (one buffer,
+/// allocated once): the pages of the newest frames are taken from it
+/// rather than read from the -wal a second time.
+final class FrameBuffer {
+    let capacity: Int
+    let bytes: UnsafeMutableRawBufferPointer
+    /// Where in the -wal `bytes` starts, and how much of it holds frames.
+    var fileOffset = 0, count = 0
+
+    init(capacity: Int = 1 << 20) {
+        self.capacity = capacity
+        bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+    }
+
+    deinit { bytes.deallocate() }
+
+    /// Copies `count` bytes at -wal offset `offset` into `into`, when the
+    /// buffer holds them.
+    func copy(offset: Int, count: Int, into: UnsafeMutableRawPointer) -> Bool {
+        guard self.count > 0, offset >= fileOffset, offset + count <= fileOffset + self.count else { return false }
+        into.copyMemory(from: bytes.baseAddress! + (offset - fileOffset), byteCount: count)
+        return true
+    }
+}
+
 /// A database's -wal, read through the handle of a connection that has it open.
 struct WALFile {
     let file: UnsafeMutablePointer<sqlite3_file>
@@ -119,7 +144,8 @@ struct WALFile {
     /// the header, when `after` is frame 0 or of the previous generation:
     /// `newGeneration`). The last frame must be a commit frame of
     /// `index.pageCount` pages.
-    func commits(after: WALPosition, newGeneration: Bool, index: WALIndexHeader) throws -> WALCommits {
+    func commits(after: WALPosition, newGeneration: Bool, index: WALIndexHeader, buffer frames: FrameBuffer = FrameBuffer()) throws -> WALCommits {
+        frames.count = 0
         if !newGeneration {
             guard index.sameGeneration(after), after.frame <= index.maxFrame else {
                 throw WALMismatch(description: "the -wal is not the generation of the last state")
@@ -133,18 +159,20 @@ struct WALFile {
         let (headerSum, bigEndian) = try header(matching: index)
         var sum = first == 1 ? headerSum : WALChecksum(s1: after.checksum1, s2: after.checksum2)
         let salts = Array(index.salts)
-        let batch = max(1, (1 << 20) / frameSize)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: batch * frameSize, alignment: 8)
-        defer { buffer.deallocate() }
+        let batch = max(1, frames.capacity / frameSize)
+        let buffer = frames.bytes
         // Pages of frames since the last commit frame, which count only once it comes.
         var uncommitted: [(page: UInt32, offset: Int)] = []
         var frame = first
         while frame <= last {
             let count = min(batch, last - frame + 1)
             let offset = 32 + (frame - 1) * frameSize
+            frames.count = 0
             guard read(into: buffer.baseAddress!, count: count * frameSize, offset: offset) else {
                 throw WALMismatch(description: "frames \(frame)...\(frame + count - 1) cannot be read")
             }
+            frames.fileOffset = offset
+            frames.count = count * frameSize
             for k in 0..<count {
                 let header = UnsafeRawBufferPointer(rebasing: buffer[k * frameSize..<k * frameSize + 24])
                 let page = UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 0, as: UInt32.self))

@@ -188,9 +188,24 @@ public final class Repository: @unchecked Sendable {
         // briefly doubling) the largest array.
         let bound = objects.reduce(0) { $0 + Int($1.size) / 32 + 1 }
         index.entries.reserveCapacity(bound)
-        for object in objects {
+        // From a server, the objects are fetched several at a time (a
+        // follower leaves one per segment until its next gathering), then
+        // decoded in order; from a folder, one after the other.
+        let fetched = Locked([Int: Result<[UInt8], any Error>]())
+        if !(store is FolderStore) && objects.count > 1 {
+            let next = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: min(8, objects.count)) { _ in
+                while true {
+                    let i = next.withLock { n -> Int in n += 1; return n - 1 }
+                    guard i < objects.count else { return }
+                    let result = Result { try self.getObject(objects[i].key) }
+                    fetched.withLock { $0[i] = result }
+                }
+            }
+        }
+        for (i, object) in objects.enumerated() {
             do {
-                let bytes = try getObject(object.key)
+                let bytes = try fetched.withLock { $0.removeValue(forKey: i) }?.get() ?? getObject(object.key)
                 if damaged != nil {
                     // Decoded aside first: one that fails halfway must add nothing.
                     var aside = RepoIndex()
