@@ -454,6 +454,39 @@ final class FollowerProcess {
         #expect(try repo.run(["verify", "--read-data"]).status == 0)
         try FileManager.default.removeItem(atPath: folder.file("latest.db"))
         try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 8)
+
+        // A chain with a segment gone (the first gathering's, states 1-4):
+        // restore falls back to the newest snapshot (here the chain's base),
+        // says so, and lands on a commit.
+        let log = try WriterLog(logPath)
+        let first = try #require(seen.first { $0["kind"] as? String == "merge" }?["segment"] as? String)
+        try FileManager.default.removeItem(atPath: repo.url + "/" + first)
+        let fallback = try repo.run(["restore", "latest", "--db", "app.db", folder.file("fallback.db")])
+        #expect(fallback.status == 0 && fallback.stderr.contains("cannot be read") && fallback.stderr.contains("instead"), "\(fallback.stderr)")
+        let (counter, digest) = try digest(folder.file("fallback.db"))
+        #expect(log.commits[counter]?.digest == digest && counter < log.last, "the base's state: commit \(counter)")
+    }
+
+    /// With no spool (TMPDIR cannot be written), no gathering is made: a
+    /// problem event says so, and the segments stay as they are, restorable.
+    @Test func withoutASpoolTheSegmentsStayAsTheyAre() throws {
+        let folder = try TemporaryFolder("replicate-nospool")
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, env: ["TMPDIR": folder.file("no-such-folder")])
+        let writer = try startWriter(db, log: logPath, ["--seconds", "6"])
+        #expect(writer.wait() == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(follower.stop() == 0)
+        let seen = try self.events(events)
+        #expect(!seen.contains { $0["kind"] as? String == "merge" })
+        #expect(seen.contains { $0["event"] as? String == "problem" && ($0["message"] as? String ?? "").contains("spool") },
+                "\(seen.filter { $0["event"] as? String == "problem" })")
+        #expect(seen.filter { $0["kind"] as? String == "segment" }.count >= 4)
+        #expect(try repo.run(["verify", "--read-data"]).status == 0)
+        try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 9)
     }
 
     @Test func verifyFindsADamagedSegmentAndRestoreRefusesIt() throws {

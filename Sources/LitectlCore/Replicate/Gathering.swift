@@ -174,7 +174,7 @@ final class Gathering: @unchecked Sendable {
         order.sort { ($0.page, $0.number) < ($1.page, $1.number) }
         let perBlob = repository.blobPages(pageSize: pageSize)
         let log2 = UInt8(pageSize.trailingZeroBitCount)
-        let compressor = ZstdCompressor(level: 3)
+        let compressor = ZstdCompressor(level: Repository.blobLevel)
         var items: [UploadItem] = [.begin]
         // The new packs wait in a spool file of their own, read back one at
         // a time as the shipper writes them: memory stays flat.

@@ -15,7 +15,7 @@ public struct ReplicateOptions: Sendable {
     /// Seconds between full snapshots that start a new chain (0: never, but on request).
     public var foldInterval: Double = 3600
     /// Segments after which the recent ones are gathered into one, and their
-    /// pages regrouped (at least 2).
+    /// pages stored again together (at least 2; Gathering.swift).
     public var mergeEvery = 60
     /// Seconds to wait for the repository's lock when a new chain starts.
     public var lockTimeout: Double = 60
