@@ -31,10 +31,15 @@ final class Shipper: @unchecked Sendable {
     /// Index objects of the chain that gatherings made.
     private var chainIndexes: [String] = []
     /// Index objects that cannot name a pack a gathering replaced: those
-    /// there before this process wrote its first pack, and its own (nil
-    /// until listed).
+    /// there before this follower wrote its first pack, and those it has
+    /// read or written since (nil until listed; kept to the last listing).
     private var innocentIndexes: Set<String>?
-    /// Packs of other index objects read (those a prune wrote meanwhile).
+    /// Index objects written by any follower of this process (each names
+    /// only its own follower's packs): never read for another's packs.
+    static let writtenHere = Locked(Set<String>())
+    /// The segment packs this follower wrote that a gathering may yet
+    /// replace, and those of them another index object names (a prune's).
+    private var ownPacks = Set<String>()
     private var namedElsewhere = Set<String>()
     /// The packs the last gathering replaced, removed at the next one.
     private var replacedPacks: [String] = []
@@ -128,20 +133,32 @@ final class Shipper: @unchecked Sendable {
         var lock: RepoLock?
         var lockTaken = 0.0
         var unitBytes: Int64 = 0
+        var inUnit = false
+        // A unit whose spooled pack could not be read: the rest of it is let
+        // be, up to its end (its index object must not be written, nor what
+        // it replaces removed).
+        var abandoned = false
         defer { lock?.release() }
         while true {
             // The shared lock is kept from unit to unit (each lock is two
-            // requests more, and a delete), but let go when no unit comes for
-            // a second, and after each unit once it is 5 s old: a prune,
-            // which retries every 0.5 s, gets in between.
-            guard let item = next(timeout: lock == nil ? nil : 1) else {
+            // requests more, and a delete), but let go when, between units,
+            // none comes for a second, and after each unit once it is 5 s
+            // old: a prune, which retries every 0.5 s, gets in between. It is
+            // never let go inside a unit (a prune would take the unit's packs,
+            // which no index object names yet, for garbage).
+            guard let item = next(timeout: lock != nil && !inUnit ? 1 : nil) else {
                 lock?.release(); lock = nil
                 continue
             }
             if failed { if case .finish = item { return false }; continue }
+            if abandoned {
+                if case .end = item { abandoned = false; inUnit = false }
+                continue
+            }
             switch item {
             case .begin:
                 unitBytes = 0
+                inUnit = true
                 if lock != nil { continue }
                 if !retrying("\(repository.location): cannot take a shared lock", {
                     lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
@@ -159,14 +176,21 @@ final class Shipper: @unchecked Sendable {
                 unitBytes += Int64(bytes.count)
                 switch role {
                 case .segment: recentSegments.append(key)
-                case .index: recentIndexes.append(key); innocentIndexes?.insert(key)
-                case .gatheredIndex: chainIndexes.append(key); innocentIndexes?.insert(key)
+                case .pack: ownPacks.insert(key)
+                case .index: recentIndexes.append(key); wrote(index: key)
+                case .gatheredIndex: chainIndexes.append(key); wrote(index: key)
                 default: break
                 }
             case .putSpooled(let key, let file, let offset, let count):
+                let bytes: [UInt8]
+                do { bytes = try file.read(offset: offset, count: count) } catch {
+                    problem("\((error as? StoreError)?.description ?? "\(error)"); the gathering is let be (the segments stay as they are)", false)
+                    abandoned = true
+                    continue
+                }
                 if !retrying("\(repository.objectName(key)): cannot write", {
                     try lock?.refresh()
-                    try repository.store.put(key, try file.read(offset: offset, count: count))
+                    try repository.store.put(key, bytes)
                 }) { fail(); continue }
                 unitBytes += Int64(count)
             case .replace(let replaced):
@@ -178,12 +202,22 @@ final class Shipper: @unchecked Sendable {
                     unitBytes += try closeChain(chain)
                 }) { fail() }
             case .end(let unit):
+                inUnit = false
                 if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
                 shipped(unit, unitBytes)
             case .finish:
                 return true
             }
         }
+    }
+
+    private func wrote(index key: String) {
+        innocentIndexes?.insert(key)
+        Self.writtenHere.withLock { _ = $0.insert(key) }
+    }
+
+    private func removed(index key: String) {
+        Self.writtenHere.withLock { _ = $0.remove(key) }
     }
 
     private func fail() {
@@ -199,21 +233,24 @@ final class Shipper: @unchecked Sendable {
             do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
         }
         for key in replaced.segments { try remove(key) }
-        for key in replaced.indexes { try remove(key) }
+        for key in replaced.indexes { try remove(key); removed(index: key) }
         let gone = Set(replaced.segments + replaced.indexes)
         recentSegments.removeAll { gone.contains($0) }
         recentIndexes.removeAll { gone.contains($0) }
-        if !replacedPacks.isEmpty, var innocent = innocentIndexes {
-            for object in try repository.store.list(prefix: "index/") where !innocent.contains(object.key) {
+        if !replacedPacks.isEmpty, let innocent = innocentIndexes {
+            let listed = try repository.store.list(prefix: "index/").map(\.key)
+            let here = Self.writtenHere.withLock { $0 }
+            for key in listed where !innocent.contains(key) && !here.contains(key) {
                 let bytes: [UInt8]
-                do { bytes = try repository.getObject(object.key) } catch let error as StoreError where error.kind == .notFound { continue }
+                do { bytes = try repository.getObject(key) } catch let error as StoreError where error.kind == .notFound { continue }
                 var index = RepoIndex()
-                try IndexObject.decode(bytes, what: repository.objectName(object.key), into: &index, source: 0)
-                for pack in index.packs { namedElsewhere.insert(Repository.packKey(pack)) }
-                innocent.insert(object.key)
+                try IndexObject.decode(bytes, what: repository.objectName(key), into: &index, source: 0)
+                for pack in index.packs where ownPacks.contains(Repository.packKey(pack)) { namedElsewhere.insert(Repository.packKey(pack)) }
             }
-            innocentIndexes = innocent
+            // (Those listed: read now, or innocent already; the others are gone.)
+            innocentIndexes = Set(listed)
             for key in replacedPacks where !namedElsewhere.contains(key) { try remove(key) }
+            for key in replacedPacks { ownPacks.remove(key); namedElsewhere.remove(key) }
         }
         // Packs are removed one gathering later: a restore that read the
         // old index objects has had that long to read them.
@@ -261,11 +298,14 @@ final class Shipper: @unchecked Sendable {
                                             id: { b, slot in index.entries[Int(byBlob.positions[Int(byBlob.starts[b]) + slot])].id })
             let (id, bytes) = try repository.putObject(prefix: "index", object)
             written += Int64(bytes)
-            innocentIndexes?.insert("index/" + id)
-            for old in gathered where old != "index/" + id { try repository.store.delete(old) }
+            wrote(index: "index/" + id)
+            for old in gathered where old != "index/" + id { try repository.store.delete(old); removed(index: old) }
         }
         chainIndexes = []
         recentIndexes = []
+        // The chain's other segment packs are named by its index object for good.
+        ownPacks = Set(replacedPacks)
+        namedElsewhere.formIntersection(ownPacks)
         return written
     }
 }

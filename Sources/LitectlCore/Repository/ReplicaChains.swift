@@ -59,7 +59,7 @@ extension Repository {
 
     /// The states the segments cover from 1, in order.
     func chain(_ base: Snapshot, segments: [Segment], refs: [SegmentRef]) throws -> ReplicaChain {
-        for (segment, ref) in zip(segments, refs) where segment.path != base.path || segment.hostname != base.hostname || segment.pageSize != base.pageSize {
+        for (segment, ref) in zip(segments, refs) where !sameBytes(segment.path, base.path) || !sameBytes(segment.hostname, base.hostname) || segment.pageSize != base.pageSize {
             throw StoreError(.other, location: objectName(ref.key), message: "damaged segment: it is of \(segment.path) on \(segment.hostname) (\(segment.pageSize)-byte pages), its chain's base of \(base.path) on \(base.hostname) (\(base.pageSize))")
         }
         let order = segments.indices.sorted { (segments[$0].first, segments[$1].last) < (segments[$1].first, segments[$0].last) }

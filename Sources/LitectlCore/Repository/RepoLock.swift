@@ -15,7 +15,7 @@ public struct RepoLockInfo: Sendable {
 
     /// Why the lock is stale, or nil when it is held by a live run.
     public var staleReason: String? {
-        if hostname == RepoLock.hostname && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH {
+        if sameBytes(hostname, RepoLock.hostname) && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH {
             return "process \(pid) on \(hostname) is gone"
         }
         if Clock.wall() - time > RepoLock.staleAge { return "not refreshed for \(Int((Clock.wall() - time) / 60)) minutes" }

@@ -188,24 +188,31 @@ public final class Repository: @unchecked Sendable {
         // briefly doubling) the largest array.
         let bound = objects.reduce(0) { $0 + Int($1.size) / 32 + 1 }
         index.entries.reserveCapacity(bound)
-        // From a server, the objects are fetched several at a time (a
-        // follower leaves one per segment until its next gathering), then
-        // decoded in order; from a folder, one after the other.
-        let fetched = Locked([Int: Result<[UInt8], any Error>]())
-        if !(store is FolderStore) && objects.count > 1 {
-            let next = Locked(0)
-            DispatchQueue.concurrentPerform(iterations: min(8, objects.count)) { _ in
-                while true {
-                    let i = next.withLock { n -> Int in n += 1; return n - 1 }
-                    guard i < objects.count else { return }
-                    let result = Result { try self.getObject(objects[i].key) }
-                    fetched.withLock { $0[i] = result }
+        // From a server, the objects are fetched 8 at a time (a follower
+        // leaves one per segment until its next gathering), each 8 decoded
+        // in order once they are all there; from a folder, one at a time.
+        let window = store is FolderStore ? 1 : 8
+        var fetched: [Result<[UInt8], any Error>] = []
+        for (i, object) in objects.enumerated() {
+            if i % window == 0 {
+                let keys = objects[i..<min(objects.count, i + window)].map(\.key)
+                if keys.count == 1 {
+                    fetched = [Result { try getObject(keys[0]) }]
+                } else {
+                    let results = Locked([Result<[UInt8], any Error>?](repeating: nil, count: keys.count))
+                    let group = DispatchGroup()
+                    for (k, key) in keys.enumerated() {
+                        DispatchQueue.global().async(group: group) {
+                            let result = Result { try self.getObject(key) }
+                            results.withLock { $0[k] = result }
+                        }
+                    }
+                    group.wait()
+                    fetched = results.withLock { $0.map { $0! } }
                 }
             }
-        }
-        for (i, object) in objects.enumerated() {
             do {
-                let bytes = try fetched.withLock { $0.removeValue(forKey: i) }?.get() ?? getObject(object.key)
+                let bytes = try fetched[i % window].get()
                 if damaged != nil {
                     // Decoded aside first: one that fails halfway must add nothing.
                     var aside = RepoIndex()

@@ -46,11 +46,11 @@ struct Snapshots: ParsableCommand {
             let (all, damaged) = try repository.snapshots()
             let resolved = database.map { BackupJob.resolvedPath($0) }
             let shown = all.filter { s in
-                (database == nil || s.database == database || s.path == database || s.path == resolved)
+                (database == nil || sameBytes(s.database, database!) || sameBytes(s.path, database!) || sameBytes(s.path, resolved!))
                     && (tag.isEmpty || s.tags.contains { tag.contains($0) })
             }
             let spans = repository.holdsSegments && (ranges || !json)
-                ? try repository.restorableRanges(all).filter { r in database == nil || r.database == database || r.path == database || r.path == resolved }
+                ? try repository.restorableRanges(all).filter { r in database == nil || sameBytes(r.database, database!) || sameBytes(r.path, database!) || sameBytes(r.path, resolved!) }
                 : []
             if ranges {
                 if !voice.quiet || json { printRanges(spans) }
