@@ -31,7 +31,7 @@ final class SpoolFile: @unchecked Sendable {
     private(set) var size: Int64 = 0
 
     init() throws {
-        let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let folder = TemporaryFiles.folder(nil)
         var template = Array((folder + "/.litectl-spool-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
