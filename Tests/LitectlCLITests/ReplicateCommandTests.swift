@@ -112,11 +112,11 @@ final class Child {
 final class FollowerProcess {
     let child: Child
 
-    init(_ arguments: [String], events: String, env: [String: String] = [:]) throws {
-        // Segments gathered (and their pages regrouped) every 4 segments, not 60: within a test's run.
+    /// Segments are gathered every `gatherEvery` segments (4, not 60: within a test's run).
+    init(_ arguments: [String], events: String, env: [String: String] = [:], gatherEvery: Int = 4) throws {
         var all = ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"]
         all.merge(env) { $1 }
-        child = try Child(litectlBinary, ["replicate"] + arguments + ["--json", "--gather-every", "4"], env: all, output: events)
+        child = try Child(litectlBinary, ["replicate"] + arguments + ["--json", "--gather-every", String(gatherEvery)], env: all, output: events)
     }
 
     func kill9() { child.signal(SIGKILL); child.wait() }
@@ -465,6 +465,37 @@ final class FollowerProcess {
         #expect(fallback.status == 0 && fallback.stderr.contains("cannot be read") && fallback.stderr.contains("instead"), "\(fallback.stderr)")
         let (counter, digest) = try digest(folder.file("fallback.db"))
         #expect(log.commits[counter]?.digest == digest && counter < log.last, "the base's state: commit \(counter)")
+    }
+
+    /// A stop gathers the segments of the period under way (a gathering
+    /// reads no object, so it is quick) and removes the packs it replaced:
+    /// the chain it leaves is one segment for a restore to read, not one a
+    /// second, no pack is left unnamed, and every moment stays restorable.
+    @Test func aStopGathersThePeriodUnderWay() throws {
+        let folder = try TemporaryFolder("replicate-stop-gather")
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, gatherEvery: 1000)
+        let writer = try startWriter(db, log: logPath, ["--seconds", "5"])
+        #expect(writer.wait() == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(follower.stop() == 0)
+        let shipped = try self.events(events).filter { $0["event"] as? String == "shipped" }
+        let segments = shipped.filter { $0["kind"] as? String == "segment" }
+        #expect(segments.count >= 4, "a segment a second: \(segments.count)")
+        #expect(shipped.filter { $0["kind"] as? String == "merge" }.count == 1 && shipped.last?["kind"] as? String == "merge",
+                "the stop gathered the period: \(shipped.map { $0["kind"] ?? "" })")
+        let chain = try #require(segments.first?["chain"] as? String)
+        let left = try FileManager.default.contentsOfDirectory(atPath: repo.url + "/segments/" + chain)
+        #expect(left.count == 1, "one segment left in the chain: \(left)")
+        // The packs the stop's gathering replaced are gone with it: no later gathering would remove them.
+        let verify = try repo.run(["verify", "--read-data", "--json"])
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        #expect(report["unreferenced_packs"] as? Int == 0, "packs no index object names: \(report["unreferenced_packs"] ?? "none")")
+        try checkMoments(repo, log: try WriterLog(logPath), count: 6, folder: folder, seed: 10)
     }
 
     /// With no spool (TMPDIR cannot be written), no gathering is made: a

@@ -209,6 +209,70 @@ final class ReplicateTests: XCTestCase {
     /// Hostile segments: a page count that would need a huge page list, state
     /// numbers past UInt64.max, times that are not numbers; refused or
     /// bounded, never a trap or an allocation of the size they claim.
+    /// A gathering stores each page's newest versions in front of every
+    /// older one: a restore of the period's last state reads the front
+    /// only. Page 1 changes at every state (100 versions, more than a blob
+    /// holds), page 2 at every third, page 3 once; every version is
+    /// stored once, each page's newest in a blob before any blob of older
+    /// versions only, and the blobs give back the very bytes.
+    func testAGatheringPutsEachPagesNewestVersionInFront() throws {
+        let folder = try TemporaryFolder("replicate-gather-front")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil)
+        let pageSize = 4096
+        let spool = try PageSpool(pageSize: pageSize)
+        var rng = SplitMix64(seed: 11)
+        var pages: [UInt32: [UInt8]] = [:]
+        for p in UInt32(1)...3 { pages[p] = (0..<pageSize).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+        var versions: [PageID: [UInt8]] = [:], newest: [UInt32: PageID] = [:]
+        for n in UInt64(1)...100 {
+            for p in UInt32(1)...3 where p == 1 || (p == 2 && n % 3 == 0) || (p == 3 && n == 50) {
+                for k in 0..<40 { pages[p]![Int(rng.next() % UInt64(pageSize))] = UInt8(truncatingIfNeeded: n &+ UInt64(k)) }
+                let bytes = pages[p]!
+                let id = bytes.withUnsafeBytes { repository.pageID($0) }
+                try bytes.withUnsafeBytes { try spool.append(page: p, number: n, id: id, bytes: $0) }
+                versions[id] = bytes
+                newest[p] = id
+            }
+        }
+        let items = try Gathering.run(Gathering.Job(repository: repository, spool: spool, chain: String(repeating: "ab", count: 32),
+                                                    hostname: "h", path: "/app.db", states: [],
+                                                    replaced: Replacement(segments: [], indexes: [], packs: [])))
+        var index = RepoIndex()
+        var packs: [String: [UInt8]] = [:]
+        for item in items {
+            switch item {
+            case .put(let key, let bytes, _) where key.hasPrefix("index/"):
+                try IndexObject.decode(try repository.keys.open(bytes, what: key), what: key, into: &index, source: 0)
+            case .putSpooled(let key, let file, let offset, let count):
+                packs[key] = try file.read(offset: offset, count: count)
+            default: break
+            }
+        }
+        XCTAssertEqual(index.entries.count, versions.count, "every version once")
+        XCTAssertEqual(Set(index.entries.map(\.id)), Set(versions.keys))
+        let newestIDs = Set(newest.values)
+        let lastFront = try XCTUnwrap(index.entries.filter { newestIDs.contains($0.id) }.map(\.blob).max())
+        let blobsWithNewest = Set(index.entries.filter { newestIDs.contains($0.id) }.map(\.blob))
+        let olderOnly = index.entries.map(\.blob).filter { !blobsWithNewest.contains($0) }
+        XCTAssertFalse(olderOnly.isEmpty, "page 1's oldest versions are behind")
+        XCTAssertLessThan(lastFront, try XCTUnwrap(olderOnly.min()), "every page's newest is in front of the blobs of older versions")
+        // The blobs hold the very bytes.
+        let decompressor = ZstdDecompressor()
+        for (b, blob) in index.blobs.enumerated() {
+            let pack = try XCTUnwrap(packs[Repository.packKey(index.packs[Int(blob.pack)])])
+            var out: [UInt8] = []
+            try pack.withUnsafeBytes { raw in
+                try repository.pages(fromBlob: UnsafeRawBufferPointer(rebasing: raw[Int(blob.offset)..<Int(blob.offset + blob.length)]),
+                                     pages: Int(blob.pages), pageSize: pageSize, ids: [], decompressor: decompressor, what: "pack", into: &out)
+            }
+            for entry in index.entries where entry.blob == UInt32(b) {
+                XCTAssertEqual(Array(out[Int(entry.slot) * pageSize..<(Int(entry.slot) + 1) * pageSize]), versions[entry.id])
+            }
+        }
+    }
+
     func testHostileSegmentsAreRefusedWithoutATrap() throws {
         let zero = WALPosition(salt1: 0, salt2: 0, frame: 0, checksum1: 0, checksum2: 0)
         let huge = ReplicaState(number: 1, observedMicros: 0, position: zero, transactions: 1, kind: .frames,

@@ -121,6 +121,8 @@ struct Replacement {
     /// Packs that only `indexes` name (the follower's segment packs end with
     /// random bytes, so no other writer's pack has their name).
     var packs: [String]
+    /// A stop's gathering: no later one removes its packs.
+    var last = false
 }
 
 /// One gathering, on a thread of its own.
@@ -165,8 +167,8 @@ final class Gathering: @unchecked Sendable {
         return outcome.withLock { $0! }
     }
 
-    /// The objects of a gathering: the spool's pages in (page, state) order
-    /// (a page's versions side by side), in blobs and packs; their index
+    /// The objects of a gathering: the spool's pages, each page's versions
+    /// side by side and its newest in front, in blobs and packs; their index
     /// object; the segment of every state of the period.
     static func run(_ job: Job) throws -> [UploadItem] {
         let repository = job.repository, spool = job.spool, pageSize = spool.pageSize
@@ -206,12 +208,33 @@ final class Gathering: @unchecked Sendable {
             pack.append(contentsOf: blob)
             groupIDs.removeAll(keepingCapacity: true)
         }
-        for entry in order where emitted.insert(entry.id).inserted {
-            try group.withUnsafeMutableBytes { try spool.read(entry, into: $0, at: groupIDs.count * pageSize) }
-            groupIDs.append(entry.id)
-            if groupIDs.count == perBlob { try flushGroup() }
+        // Each page's versions newest first, its newest blob's worth (its
+        // head) in front of every older one: the front of the gathering, in
+        // page order, holds each page as the period left it, so a restore of
+        // the period's last state (or of a later one, or of a fold's
+        // snapshot) reads the front only. A page's versions stay side by
+        // side (zstd stores the later ones of a blob as their changed
+        // bytes); a page with more versions than a blob holds starts one
+        // blob more than it would in one run, stored whole.
+        var front: [PageSpool.Entry] = [], back: [PageSpool.Entry] = []
+        var start = 0
+        while start < order.count {
+            var end = start
+            while end < order.count && order[end].page == order[start].page { end += 1 }
+            let newestFirst = order[start..<end].reversed()
+            front += newestFirst.prefix(perBlob)
+            back += newestFirst.dropFirst(perBlob)
+            start = end
         }
-        try flushGroup()
+        order = []
+        for region in [front, back] {
+            for entry in region where emitted.insert(entry.id).inserted {
+                try group.withUnsafeMutableBytes { try spool.read(entry, into: $0, at: groupIDs.count * pageSize) }
+                groupIDs.append(entry.id)
+                if groupIDs.count == perBlob { try flushGroup() }
+            }
+            try flushGroup()
+        }
         try flushPack()
         if !blobs.isEmpty {
             let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { blobs[$0] }, id: { blobIDs[$0][$1] })

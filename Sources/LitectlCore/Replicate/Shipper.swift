@@ -225,9 +225,10 @@ final class Shipper: @unchecked Sendable {
     }
 
     /// Removes the segments and index objects a gathering replaced (its own
-    /// are durable), then the packs the gathering before it replaced: none
-    /// that an index object other than this process's own names (a prune
-    /// that ran meanwhile gathers the index objects it finds, ours too).
+    /// are durable), then the packs the gathering before it replaced (and, at
+    /// a stop's, its own): none that an index object other than this
+    /// process's own names (a prune that ran meanwhile gathers the index
+    /// objects it finds, ours too).
     private func replace(_ replaced: Replacement) throws {
         func remove(_ key: String) throws {
             do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
@@ -237,6 +238,22 @@ final class Shipper: @unchecked Sendable {
         let gone = Set(replaced.segments + replaced.indexes)
         recentSegments.removeAll { gone.contains($0) }
         recentIndexes.removeAll { gone.contains($0) }
+        try reclaim()
+        // Packs are removed one gathering later: a restore that read the
+        // old index objects has had that long to read them. A stop's
+        // gathering has no later one: its packs go now (a restore that
+        // read the old index objects finds one missing, reads the index
+        // again and takes the gathering's).
+        replacedPacks = replaced.packs
+        if replaced.last { try reclaim() }
+    }
+
+    /// Removes the packs the last gathering replaced, but those an index
+    /// object other than this process's own names.
+    private func reclaim() throws {
+        func remove(_ key: String) throws {
+            do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
+        }
         if !replacedPacks.isEmpty, let innocent = innocentIndexes {
             let listed = try repository.store.list(prefix: "index/").map(\.key)
             let here = Self.writtenHere.withLock { $0 }
@@ -251,10 +268,8 @@ final class Shipper: @unchecked Sendable {
             innocentIndexes = Set(listed)
             for key in replacedPacks where !namedElsewhere.contains(key) { try remove(key) }
             for key in replacedPacks { ownPacks.remove(key); namedElsewhere.remove(key) }
+            replacedPacks = []
         }
-        // Packs are removed one gathering later: a restore that read the
-        // old index objects has had that long to read them.
-        replacedPacks = replaced.packs
     }
 
     /// Gathers every segment of a chain a fold closed into one, and its

@@ -79,7 +79,7 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Run a RESTART checkpoint once the -wal holds this many frames, so that it restarts (default 0: never; the application's own RESTART or TRUNCATE checkpoints are then needed, see the discussion).", valueName: "frames"))
     var checkpointFrames = 0
 
-    @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one, their pages stored again side by side from a spool in $TMPDIR, on a thread of its own (2 or more).", valueName: "n"))
+    @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one (and at a stop, those since the last), their pages stored again side by side from a spool in $TMPDIR, on a thread of its own (2 or more).", valueName: "n"))
     var gatherEvery = 60
 
     @OptionGroup var voice: VoiceOptions
