@@ -443,11 +443,11 @@ final class FollowerProcess {
         #expect(merges >= 4, "gatherings: \(merges) of \(segments) segments")
         let verify = try repo.run(["verify", "--read-data", "--json"])
         #expect(verify.status == 0, "every pack an index object names is there: \(verify.stdout) \(verify.stderr)")
-        // Left unnamed: at most the packs of the last gathering's period (4
-        // segments, a pack or two each), not those of every gathering.
+        // Left unnamed: none (the stop removed the packs of the last
+        // gathering's period, or of the stop's own gathering).
         let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
         let unnamed = report["unreferenced_packs"] as? Int ?? -1
-        #expect(unnamed >= 0 && unnamed <= 8, "packs no index object names: \(unnamed) after \(merges) gatherings")
+        #expect(unnamed == 0, "packs no index object names: \(unnamed) after \(merges) gatherings")
         try checkMoments(repo, log: try WriterLog(logPath), count: 8, folder: folder, seed: 7)
         // What is left, prune removes; the moments stay restorable.
         #expect(try repo.run(["prune"]).status == 0)
@@ -496,6 +496,29 @@ final class FollowerProcess {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
         #expect(report["unreferenced_packs"] as? Int == 0, "packs no index object names: \(report["unreferenced_packs"] ?? "none")")
         try checkMoments(repo, log: try WriterLog(logPath), count: 6, folder: folder, seed: 10)
+    }
+
+    /// A stop with at most one segment since the last gathering (every 2
+    /// here, and nothing written for the last seconds) makes no gathering,
+    /// yet removes the packs the last one replaced: none is left unnamed.
+    @Test func aStopWithNothingToGatherRemovesWhatTheLastGatheringReplaced() throws {
+        let folder = try TemporaryFolder("replicate-stop-tidy")
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, gatherEvery: 2)
+        let writer = try startWriter(db, log: logPath, ["--seconds", "4"])
+        #expect(writer.wait() == 0)
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(follower.stop() == 0)
+        let merges = try self.events(events).filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }
+        #expect(merges.count >= 1)
+        let verify = try repo.run(["verify", "--read-data", "--json"])
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        #expect(report["unreferenced_packs"] as? Int == 0, "packs no index object names: \(report["unreferenced_packs"] ?? "none")")
+        try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 12)
     }
 
     /// With no spool (TMPDIR cannot be written), no gathering is made: a

@@ -23,8 +23,9 @@ enum UploadItem {
     /// Remove what a gathering replaced (its objects are durable), and the
     /// packs the gathering before it replaced (Gathering.swift).
     case replace(Replacement)
-    /// Release the lock; what was written is durable: report it.
-    case end(ShippedUnit)
+    /// Release the lock; what was written is durable: report it (nil: a
+    /// unit that only removed objects, reported by no event).
+    case end(ShippedUnit?)
     /// No more items: the shipper stops once everything before is written.
     case finish
 

@@ -204,7 +204,7 @@ final class Shipper: @unchecked Sendable {
             case .end(let unit):
                 inUnit = false
                 if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
-                shipped(unit, unitBytes)
+                if let unit { shipped(unit, unitBytes) }
             case .finish:
                 return true
             }
