@@ -117,12 +117,12 @@ public final class S3Client: @unchecked Sendable {
 
     /// One request, retried as described above. `what` names the object in errors.
     public func request(_ method: String, key: String?, query: [(String, String)] = [], headers extra: [(String, String)] = [],
-                        body: [UInt8] = [], what: String) throws -> Response {
+                        body: [UInt8] = [], bodySHA256: [UInt8]? = nil, what: String) throws -> Response {
         let attempts = max(1, tuning.attempts)
         var lastProblem = "", lastLocation = what
         var delay = tuning.backoff
         for attempt in 1...attempts {
-            switch try attemptOnce(method, key: key, query: query, headers: extra, body: body, what: what) {
+            switch try attemptOnce(method, key: key, query: query, headers: extra, body: body, bodySHA256: bodySHA256, what: what) {
             case .answer(let response):
                 return response
             case .again(let cause, let text, let location):
@@ -146,12 +146,12 @@ public final class S3Client: @unchecked Sendable {
 
     /// One attempt: an answer, a failure worth retrying, or a thrown error that no retry can mend.
     func attemptOnce(_ method: String, key: String?, query: [(String, String)], headers extra: [(String, String)],
-                     body: [UInt8], what: String) throws -> Outcome {
+                     body: [UInt8], bodySHA256: [UInt8]? = nil, what: String) throws -> Outcome {
         let path = "/" + SigV4Signer.uriEncode(bucket, keepSlash: false)
             + (key.map { "/" + SigV4Signer.uriEncode($0, keepSlash: true) } ?? "")
         let queryString = SigV4Signer.canonicalQuery(query)
         let url = baseURL + path + (queryString.isEmpty ? "" : "?" + queryString)
-        let payloadHash = SigV4Signer.sha256Hex(body)
+        let payloadHash = bodySHA256.map { Hex.encode($0) } ?? SigV4Signer.sha256Hex(body)
         let amzDate = Self.amzDate(Date())
         var headers = extra + [("host", hostHeader), ("x-amz-date", amzDate), ("x-amz-content-sha256", payloadHash)]
         if let token = settings.credentials.sessionToken { headers.append(("x-amz-security-token", token)) }
@@ -214,9 +214,11 @@ public final class S3Client: @unchecked Sendable {
 
     // MARK: Operations
 
-    public func put(_ key: String, _ bytes: [UInt8], what: String) throws {
+    /// `sha256`: the bytes' SHA-256, when the caller has it (their name):
+    /// signed as the payload's hash, which S3 checks, instead of computed again.
+    public func put(_ key: String, _ bytes: [UInt8], what: String, sha256: [UInt8]? = nil) throws {
         if bytes.count > tuning.multipartThreshold { return try putMultipart(key, bytes, what: what) }
-        _ = try request("PUT", key: key, body: bytes, what: what)
+        _ = try request("PUT", key: key, body: bytes, bodySHA256: sha256.flatMap { $0.count == 32 ? $0 : nil }, what: what)
     }
 
     func putMultipart(_ key: String, _ bytes: [UInt8], what: String) throws {

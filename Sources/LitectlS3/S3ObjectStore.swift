@@ -35,6 +35,10 @@ public final class S3ObjectStore: ObjectStore, @unchecked Sendable {
 
     public func put(_ key: String, _ bytes: [UInt8]) throws { try client.put(prefix + key, bytes, what: name(key)) }
 
+    public func put(_ key: String, _ bytes: [UInt8], sha256: [UInt8]) throws {
+        try client.put(prefix + key, bytes, what: name(key), sha256: sha256)
+    }
+
     public func get(_ key: String) throws -> [UInt8] { try client.get(prefix + key, what: name(key)) }
 
     public func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] {

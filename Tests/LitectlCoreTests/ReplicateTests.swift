@@ -243,10 +243,15 @@ final class ReplicateTests: XCTestCase {
         var packs: [String: [UInt8]] = [:]
         for item in items {
             switch item {
-            case .put(let key, let bytes, _) where key.hasPrefix("index/"):
-                try IndexObject.decode(try repository.keys.open(bytes, what: key), what: key, into: &index, source: 0)
+            case .put(let key, let bytes, _):
+                // (Every object is named by its SHA-256: the shipper hands it to S3 as the payload's hash.)
+                XCTAssertEqual(String(key.split(separator: "/").last!), Hex.encode(Array(SHA256.hash(data: bytes))), key)
+                if key.hasPrefix("index/") {
+                    try IndexObject.decode(try repository.keys.open(bytes, what: key), what: key, into: &index, source: 0)
+                }
             case .putSpooled(let key, let file, let offset, let count):
                 packs[key] = try file.read(offset: offset, count: count)
+                XCTAssertEqual(String(key.split(separator: "/").last!), Hex.encode(Array(SHA256.hash(data: packs[key]!))), key)
             default: break
             }
         }

@@ -171,7 +171,7 @@ final class Shipper: @unchecked Sendable {
             case .put(let key, let bytes, let role):
                 if !retrying("\(repository.objectName(key)): cannot write", {
                     try lock?.refresh()
-                    try repository.store.put(key, bytes)
+                    try put(key, bytes)
                 }) { fail(); continue }
                 unitBytes += Int64(bytes.count)
                 switch role {
@@ -190,7 +190,7 @@ final class Shipper: @unchecked Sendable {
                 }
                 if !retrying("\(repository.objectName(key)): cannot write", {
                     try lock?.refresh()
-                    try repository.store.put(key, bytes)
+                    try put(key, bytes)
                 }) { fail(); continue }
                 unitBytes += Int64(count)
             case .replace(let replaced):
@@ -208,6 +208,19 @@ final class Shipper: @unchecked Sendable {
             case .finish:
                 return true
             }
+        }
+    }
+
+    /// Writes an object. Every object the follower writes (packs, index
+    /// objects, segments, page lists, snapshots) is named by the SHA-256 of
+    /// its bytes (which `verify` checks): the store is given it, so that S3's
+    /// signed payload hash is not computed again (a second pass over every
+    /// byte shipped).
+    private func put(_ key: String, _ bytes: [UInt8]) throws {
+        if let last = key.split(separator: "/").last, last.utf8.count == 64, let digest = Hex.decode(String(last)) {
+            try repository.store.put(key, bytes, sha256: digest)
+        } else {
+            try repository.store.put(key, bytes)
         }
     }
 

@@ -25,6 +25,10 @@ public protocol ObjectStore: AnyObject, Sendable {
     /// Writes `bytes` under `key`, replacing any object there. When it
     /// returns, the object is durable (fsynced, or acknowledged by the server).
     func put(_ key: String, _ bytes: [UInt8]) throws
+    /// The same, for bytes whose SHA-256 the caller has already computed
+    /// (an object named by it): a store that sends it along (S3's signed
+    /// payload hash) need not compute it again; the server checks it.
+    func put(_ key: String, _ bytes: [UInt8], sha256: [UInt8]) throws
     /// The whole object; `StoreError.Kind.notFound` when there is none.
     func get(_ key: String) throws -> [UInt8]
     /// `length` bytes from `offset` (fewer only at the end of the object).
@@ -39,6 +43,8 @@ public protocol ObjectStore: AnyObject, Sendable {
 }
 
 extension ObjectStore {
+    public func put(_ key: String, _ bytes: [UInt8], sha256: [UInt8]) throws { try put(key, bytes) }
+
     public func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int {
         let bytes = try get(key, offset: offset, length: length)
         if buffer.count < bytes.count { buffer += [UInt8](repeating: 0, count: bytes.count - buffer.count) }
