@@ -134,9 +134,7 @@ final class DatabaseFollower {
             startGathering(last: true)
             if gathering == nil {
                 // No gathering to make: the packs the last one replaced go now.
-                for item: UploadItem in [.begin, .replace(Replacement(segments: [], indexes: [], packs: [], last: true)), .end(nil)] {
-                    shipper.enqueue(item, stopping: { [control] in control.stopRequested })
-                }
+                shipper.enqueue(.tidy, stopping: { [control] in control.stopRequested })
             }
             try shipGathering(wait: true)
         } catch {

@@ -23,9 +23,12 @@ enum UploadItem {
     /// Remove what a gathering replaced (its objects are durable), and the
     /// packs the gathering before it replaced (Gathering.swift).
     case replace(Replacement)
-    /// Release the lock; what was written is durable: report it (nil: a
-    /// unit that only removed objects, reported by no event).
-    case end(ShippedUnit?)
+    /// Release the lock; what was written is durable: report it.
+    case end(ShippedUnit)
+    /// (A stop with nothing to gather) remove the packs the last gathering
+    /// replaced, which no later one will; when the lock or the store says
+    /// no, they are left to prune (a problem event says so).
+    case tidy
     /// No more items: the shipper stops once everything before is written.
     case finish
 

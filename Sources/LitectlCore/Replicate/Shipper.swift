@@ -204,7 +204,19 @@ final class Shipper: @unchecked Sendable {
             case .end(let unit):
                 inUnit = false
                 if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
-                if let unit { shipped(unit, unitBytes) }
+                shipped(unit, unitBytes)
+            case .tidy:
+                guard !replacedPacks.isEmpty else { continue }
+                do {
+                    if lock == nil {
+                        lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
+                        lockTaken = Clock.now()
+                    }
+                    try reclaim()
+                } catch {
+                    let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
+                    problem("\(repository.location): cannot remove the packs the last gathering replaced: \(message); they are left to prune", false)
+                }
             case .finish:
                 return true
             }
