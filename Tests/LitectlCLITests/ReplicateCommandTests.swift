@@ -201,6 +201,16 @@ final class FollowerProcess {
         for c in log.checkpoints where c.mode == "TRUNCATE" { #expect(c.log == 0, "TRUNCATE emptied the -wal") }
     }
 
+    /// `verify --read-data --json` of the repository, which must pass
+    /// (every pack an index object names is there, whole): the count of
+    /// packs no index object names.
+    func unreferencedPacks(_ repo: TestRepo, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int? {
+        let verify = try repo.run(["verify", "--read-data", "--json"])
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)", sourceLocation: sourceLocation)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any], sourceLocation: sourceLocation)
+        return report["unreferenced_packs"] as? Int
+    }
+
     func events(_ path: String) throws -> [[String: Any]] {
         try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -441,13 +451,11 @@ final class FollowerProcess {
         let merges = seen.filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }.count
         let segments = seen.filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "segment" }.count
         #expect(merges >= 4, "gatherings: \(merges) of \(segments) segments")
-        let verify = try repo.run(["verify", "--read-data", "--json"])
-        #expect(verify.status == 0, "every pack an index object names is there: \(verify.stdout) \(verify.stderr)")
-        // Left unnamed: none (the stop removed the packs of the last
-        // gathering's period, or of the stop's own gathering).
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
-        let unnamed = report["unreferenced_packs"] as? Int ?? -1
-        #expect(unnamed == 0, "packs no index object names: \(unnamed) after \(merges) gatherings")
+        // Every pack an index object names is there, and none is left
+        // unnamed (the stop removed the packs of the last gathering's
+        // period, or of the stop's own gathering).
+        let unnamed = try unreferencedPacks(repo)
+        #expect(unnamed == 0, "packs no index object names: \(unnamed ?? -1) after \(merges) gatherings")
         try checkMoments(repo, log: try WriterLog(logPath), count: 8, folder: folder, seed: 7)
         // What is left, prune removes; the moments stay restorable.
         #expect(try repo.run(["prune"]).status == 0)
@@ -491,10 +499,7 @@ final class FollowerProcess {
         let left = try FileManager.default.contentsOfDirectory(atPath: repo.url + "/segments/" + chain)
         #expect(left.count == 1, "one segment left in the chain: \(left)")
         // The packs the stop's gathering replaced are gone with it: no later gathering would remove them.
-        let verify = try repo.run(["verify", "--read-data", "--json"])
-        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
-        #expect(report["unreferenced_packs"] as? Int == 0, "packs no index object names: \(report["unreferenced_packs"] ?? "none")")
+        #expect(try unreferencedPacks(repo) == 0)
         try checkMoments(repo, log: try WriterLog(logPath), count: 6, folder: folder, seed: 10)
     }
 
@@ -514,10 +519,7 @@ final class FollowerProcess {
         #expect(follower.stop() == 0)
         let merges = try self.events(events).filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }
         #expect(merges.count >= 1)
-        let verify = try repo.run(["verify", "--read-data", "--json"])
-        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
-        #expect(report["unreferenced_packs"] as? Int == 0, "packs no index object names: \(report["unreferenced_packs"] ?? "none")")
+        #expect(try unreferencedPacks(repo) == 0)
         try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 12)
     }
 

@@ -255,9 +255,6 @@ final class Shipper: @unchecked Sendable {
     /// process's own names (a prune that ran meanwhile gathers the index
     /// objects it finds, ours too).
     private func replace(_ replaced: Replacement) throws {
-        func remove(_ key: String) throws {
-            do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
-        }
         for key in replaced.segments { try remove(key) }
         for key in replaced.indexes { try remove(key); removed(index: key) }
         let gone = Set(replaced.segments + replaced.indexes)
@@ -273,12 +270,14 @@ final class Shipper: @unchecked Sendable {
         if replaced.last { try reclaim() }
     }
 
+    /// Removes an object; one already gone is not an error.
+    private func remove(_ key: String) throws {
+        do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
+    }
+
     /// Removes the packs the last gathering replaced, but those an index
     /// object other than this process's own names.
     private func reclaim() throws {
-        func remove(_ key: String) throws {
-            do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
-        }
         if !replacedPacks.isEmpty, let innocent = innocentIndexes {
             let listed = try repository.store.list(prefix: "index/").map(\.key)
             let here = Self.writtenHere.withLock { $0 }
