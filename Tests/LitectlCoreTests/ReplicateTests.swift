@@ -215,6 +215,30 @@ final class ReplicateTests: XCTestCase {
     /// holds), page 2 at every third, page 3 once; every version is
     /// stored once, each page's newest in a blob before any blob of older
     /// versions only, and the blobs give back the very bytes.
+    /// A spool file buffers what is appended: every read gives back the
+    /// bytes appended there, whether they were written to the file yet or
+    /// still wait in the buffer, for pieces smaller and larger than it.
+    func testASpoolFileReadsBackWhatWasAppended() throws {
+        let spool = try SpoolFile()
+        var rng = SplitMix64(seed: 5)
+        var all: [UInt8] = []
+        var pieces: [(offset: Int64, bytes: [UInt8])] = []
+        for size in [1, 4096, 100, SpoolFile.bufferSize - 3, 7, SpoolFile.bufferSize, 3 * SpoolFile.bufferSize + 5, 4096, 12] {
+            let bytes = (0..<size).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let offset = try bytes.withUnsafeBytes { try spool.append($0) }
+            XCTAssertEqual(offset, Int64(all.count), "appended at the end")
+            all += bytes
+            pieces.append((offset, bytes))
+            XCTAssertEqual(spool.size, Int64(all.count))
+            // The newest piece (perhaps still in the buffer) and the first.
+            XCTAssertEqual(try spool.read(offset: offset, count: size), bytes)
+            XCTAssertEqual(try spool.read(offset: 0, count: 1), [all[0]])
+        }
+        for piece in pieces.reversed() { XCTAssertEqual(try spool.read(offset: piece.offset, count: piece.bytes.count), piece.bytes) }
+        XCTAssertEqual(try spool.read(offset: 0, count: all.count), all, "the whole file")
+        XCTAssertThrowsError(try spool.read(offset: Int64(all.count) - 2, count: 4), "past the end")
+    }
+
     func testAGatheringPutsEachPagesNewestVersionInFront() throws {
         let folder = try TemporaryFolder("replicate-gather-front")
         let store = FolderStore(path: folder.file("repo"))

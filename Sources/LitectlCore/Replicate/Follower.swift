@@ -61,6 +61,8 @@ final class DatabaseFollower {
     private var header: [UInt8] = []
     private var batch: SegmentBatch!
     private let frames = FrameBuffer()
+    /// The storage of the last look's new pages, kept for the next.
+    private var newPages = NewPages()
     private var shipper: Shipper!
     /// The period since the last gathering: its pages (nil when the spool
     /// failed: no gathering for it), its segments and their objects.
@@ -381,19 +383,27 @@ final class DatabaseFollower {
         let commits = try wal.commits(after: position, newGeneration: newGeneration, index: mark.header, buffer: frames)
         guard commits.transactions > 0 else { position = commits.end; return }
         var changes: [(page: UInt32, id: PageID)] = []
-        var pages: [UInt32: [UInt8]] = [:]
+        var pages = newPages
+        newPages = NewPages()
+        pages.removeAll()
+        defer { newPages = pages }
         var buffer = [UInt8](repeating: 0, count: pageSize)
         for (page, offset) in commits.newest.sorted(by: { $0.key < $1.key }) {
-            // (Checked by the checksum chain as read: the same bytes, unless read again.)
-            guard buffer.withUnsafeMutableBytes({
-                frames.copy(offset: offset, count: pageSize, into: $0.baseAddress!) || wal.read(into: $0.baseAddress!, count: pageSize, offset: offset)
-            }) else {
-                throw WALMismatch(description: "page \(page)'s frame cannot be read")
+            // (Checked by the checksum chain as read: the same bytes, unless
+            // read again.) Taken where the frames were read into, when there.
+            func take(_ bytes: UnsafeRawBufferPointer) {
+                let id = repository.pageID(bytes)
+                if Int(page) <= ids.count && ids[Int(page) - 1] == id { return }
+                changes.append((page, id))
+                if !known.contains(id) { pages.add(page, bytes) }
             }
-            let id = buffer.withUnsafeBytes { repository.pageID($0) }
-            if Int(page) <= ids.count && ids[Int(page) - 1] == id { continue }
-            changes.append((page, id))
-            if !known.contains(id) { pages[page] = buffer }
+            try frames.withBytes(offset: offset, count: pageSize) { held in
+                if let held { take(held); return }
+                guard buffer.withUnsafeMutableBytes({ wal.read(into: $0.baseAddress!, count: pageSize, offset: offset) }) else {
+                    throw WALMismatch(description: "page \(page)'s frame cannot be read")
+                }
+                buffer.withUnsafeBytes { take($0) }
+            }
         }
         // Pages the database grew by with no frame (SQLite writes every new
         // page, but the lock-byte page and a page a truncation kept are read
@@ -408,7 +418,7 @@ final class DatabaseFollower {
                     let bytes = try pageBytes(file, UInt32(p))
                     let id = bytes.withUnsafeBytes { repository.pageID($0) }
                     changes.append((UInt32(p), id))
-                    if !known.contains(id) { pages[UInt32(p)] = bytes }
+                    if !known.contains(id) { bytes.withUnsafeBytes { pages.add(UInt32(p), $0) } }
                 }
                 changes.sort { $0.page < $1.page }
             }
@@ -448,13 +458,13 @@ final class DatabaseFollower {
         }
         readHeader(mark)
         try record(kind: .resync, observed: mark.observedMicros, position: mark.header.position, transactions: 0,
-                   pageCount: file.pageCount, changes: changes, pages: [:], always: true)
+                   pageCount: file.pageCount, changes: changes, pages: NewPages(), always: true)
     }
 
     /// Records a state: the ids and digest brought up to date, its new pages
     /// (those the chain does not hold yet) into the batch.
     private func record(kind: ReplicaState.Kind, observed: UInt64, position end: WALPosition, transactions: UInt32,
-                        pageCount: UInt32, changes: [(page: UInt32, id: PageID)], pages: [UInt32: [UInt8]], always: Bool = false) throws {
+                        pageCount: UInt32, changes: [(page: UInt32, id: PageID)], pages: NewPages, always: Bool = false) throws {
         let oldCount = ids.count, newCount = Int(pageCount)
         position = end
         guard always || !changes.isEmpty || newCount != oldCount else { return }
@@ -475,10 +485,11 @@ final class DatabaseFollower {
             throw FollowerRestart(description: "\(source): a state left pages of the grown database unread")
         }
         let n = number + 1
-        for change in changes {
-            guard let bytes = pages[change.page], known.insert(change.id) else { continue }
-            try bytes.withUnsafeBytes { try addPage(change.page, number: n, id: change.id, bytes: $0) }
-            if change.page == 1 { header = Array(bytes.prefix(100)) }
+        for change in changes where pages.has(change.page) && known.insert(change.id) {
+            try pages.withBytes(of: change.page, pageSize: pageSize) { bytes in
+                try addPage(change.page, number: n, id: change.id, bytes: bytes)
+                if change.page == 1 { header = Array(bytes.prefix(100)) }
+            }
         }
         let observedNow = max(observed, lastObserved)
         let state = ReplicaState(number: n, observedMicros: observedNow, position: end, transactions: transactions, kind: kind,
@@ -697,6 +708,31 @@ final class DatabaseFollower {
         digest = StateDigest.of(ids)
         known = KnownPages(ids)
         report(.snapshot(database: source, id: id, kind: "base"))
+    }
+}
+
+/// The bytes of the new pages of a state, one after another in one array
+/// (no array per page: the follower meets a few hundred a second).
+struct NewPages {
+    private var bytes: [UInt8] = []
+    private var at: [UInt32: Int] = [:]
+
+    mutating func add(_ page: UInt32, _ content: UnsafeRawBufferPointer) {
+        at[page] = bytes.count
+        bytes.append(contentsOf: content)
+    }
+
+    func has(_ page: UInt32) -> Bool { at[page] != nil }
+
+    func withBytes<T>(of page: UInt32, pageSize: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        guard let start = at[page] else { return nil }
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<start + pageSize])) }
+    }
+
+    /// Empties it, keeping its storage.
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        at.removeAll(keepingCapacity: true)
     }
 }
 

@@ -76,10 +76,11 @@ final class SegmentBatch {
     let pageSize: Int
     private let log2: UInt8
     private let compressor = ZstdCompressor(level: Repository.blobLevel)
-    /// New pages not yet in blobs: the raw bytes, compressed at the cut (or
-    /// sooner, past `rawLimit`) in (page, state) order.
-    private var raw: [(page: UInt32, number: UInt64, id: PageID, bytes: [UInt8])] = []
-    private var rawBytes = 0
+    /// New pages not yet in blobs, compressed at the cut (or sooner, past
+    /// `rawLimit`) in (page, state) order; their bytes one after another in
+    /// `rawBytes`, whose storage is kept from cut to cut (no array per page).
+    private var raw: [(page: UInt32, number: UInt64, id: PageID, at: Int)] = []
+    private var rawBytes: [UInt8] = []
     static let rawLimit = 8 << 20
     /// The pages of one blob before compression (kept from cut to cut: no
     /// fresh megabyte to fault in every second).
@@ -103,6 +104,7 @@ final class SegmentBatch {
     init(repository: Repository, pageSize: Int, emit: @escaping (UploadItem) throws -> Void) {
         self.repository = repository; self.pageSize = pageSize; self.emit = emit
         log2 = UInt8(pageSize.trailingZeroBitCount)
+        rawBytes.reserveCapacity(Self.rawLimit + pageSize)
     }
 
     var isEmpty: Bool { states.isEmpty }
@@ -110,10 +112,11 @@ final class SegmentBatch {
 
     /// A new page of state `number` (its bytes are copied).
     func addPage(_ page: UInt32, number: UInt64, id: PageID, bytes: UnsafeRawBufferPointer) throws {
-        raw.append((page, number, id, Array(bytes)))
-        rawBytes += bytes.count
+        precondition(bytes.count == pageSize)
+        raw.append((page, number, id, rawBytes.count))
+        rawBytes.append(contentsOf: bytes)
         pagesAdded += 1
-        if rawBytes >= Self.rawLimit { try compressRaw() }
+        if rawBytes.count >= Self.rawLimit { try compressRaw() }
     }
 
     func addState(_ state: ReplicaState) { states.append(state) }
@@ -134,7 +137,9 @@ final class SegmentBatch {
         while start < raw.count {
             let end = min(raw.count, start + perBlob)
             blobBuffer.removeAll(keepingCapacity: true)
-            for r in raw[start..<end] { blobBuffer.append(contentsOf: r.bytes) }
+            rawBytes.withUnsafeBytes { all in
+                for r in raw[start..<end] { blobBuffer.append(contentsOf: all[r.at..<r.at + pageSize]) }
+            }
             let blob = try blobBuffer.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
             if !pack.isEmpty && pack.count + blob.count > repository.packSize { try flushPack() }
             blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
@@ -143,8 +148,8 @@ final class SegmentBatch {
             pack.append(contentsOf: blob)
             start = end
         }
-        raw.removeAll(keepingCapacity: false)
-        rawBytes = 0
+        raw.removeAll(keepingCapacity: true)
+        rawBytes.removeAll(keepingCapacity: true)
     }
 
     /// Writes the pack, ended with 16 random bytes that no blob covers: no

@@ -90,12 +90,11 @@ final class FrameBuffer {
 
     deinit { bytes.deallocate() }
 
-    /// Copies `count` bytes at -wal offset `offset` into `into`, when the
-    /// buffer holds them.
-    func copy(offset: Int, count: Int, into: UnsafeMutableRawPointer) -> Bool {
-        guard self.count > 0, offset >= fileOffset, offset + count <= fileOffset + self.count else { return false }
-        into.copyMemory(from: bytes.baseAddress! + (offset - fileOffset), byteCount: count)
-        return true
+    /// Calls `body` with the `count` bytes at -wal offset `offset` where the
+    /// buffer holds them, or with nil when it does not.
+    func withBytes<T>(offset: Int, count: Int, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
+        guard self.count > 0, offset >= fileOffset, offset + count <= fileOffset + self.count else { return try body(nil) }
+        return try body(UnsafeRawBufferPointer(rebasing: bytes[offset - fileOffset..<offset - fileOffset + count]))
     }
 }
 
