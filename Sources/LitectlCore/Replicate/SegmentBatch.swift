@@ -75,7 +75,13 @@ final class SegmentBatch {
     let repository: Repository
     let pageSize: Int
     private let log2: UInt8
-    private let compressor = ZstdCompressor(level: Repository.blobLevel)
+    /// Segment packs are compressed at zstd's fast level -2 (no Huffman
+    /// coding of literals), not backup's level 1: a gathering stores their
+    /// pages again within a period, so they are short-lived, and at level 1
+    /// they were 15 % of the follower's CPU. Measured at 160 commits/s: the
+    /// follower's CPU 20 % lower, the segments' bytes 1 % more.
+    static let level: Int32 = -2
+    private let compressor = ZstdCompressor(level: SegmentBatch.level)
     /// New pages not yet in blobs, compressed at the cut (or sooner, past
     /// `rawLimit`) in (page, state) order; their bytes one after another in
     /// `rawBytes`, whose storage is kept from cut to cut (no array per page).
