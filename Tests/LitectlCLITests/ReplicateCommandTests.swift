@@ -140,6 +140,32 @@ final class FollowerProcess {
         try Child("/usr/bin/python3", [Self.writer, "write", db, log] + arguments, output: log + ".out")
     }
 
+    /// What `followedRun` leaves: its folder, the folder repository, the
+    /// writer's log and the follower's events.
+    struct FollowedRun {
+        let folder: TemporaryFolder
+        let repo: TestRepo
+        let log: String
+        let events: String
+    }
+
+    /// The application's database followed into a new folder repository
+    /// while the writer runs with `arguments` (it must succeed), then for
+    /// `settle` seconds; then the follower is stopped (it must exit 0).
+    func followedRun(_ name: String, writer arguments: [String], settle: Double = 1.5, gatherEvery: Int = 4,
+                     env: (TemporaryFolder) -> [String: String] = { _ in [:] }) throws -> FollowedRun? {
+        let folder = try TemporaryFolder(name)
+        guard let repo = try TestRepo.make(.folder, in: folder) else { return nil }
+        let (db, logPath) = try makeApp(folder)
+        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
+        let events = folder.file("events.log")
+        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, env: env(folder), gatherEvery: gatherEvery)
+        #expect(try startWriter(db, log: logPath, arguments).wait() == 0)
+        Thread.sleep(forTimeInterval: settle)
+        #expect(follower.stop() == 0)
+        return FollowedRun(folder: folder, repo: repo, log: logPath, events: events)
+    }
+
     /// A database the application made (schema and 300 rows, one commit).
     func makeApp(_ folder: TemporaryFolder) throws -> (db: String, log: String) {
         let db = folder.file("app.db"), log = folder.file("writer.log")
@@ -480,17 +506,9 @@ final class FollowerProcess {
     /// the chain it leaves is one segment for a restore to read, not one a
     /// second, no pack is left unnamed, and every moment stays restorable.
     @Test func aStopGathersThePeriodUnderWay() throws {
-        let folder = try TemporaryFolder("replicate-stop-gather")
-        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
-        let (db, logPath) = try makeApp(folder)
-        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
-        let events = folder.file("events.log")
-        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, gatherEvery: 1000)
-        let writer = try startWriter(db, log: logPath, ["--seconds", "5"])
-        #expect(writer.wait() == 0)
-        Thread.sleep(forTimeInterval: 1.5)
-        #expect(follower.stop() == 0)
-        let shipped = try self.events(events).filter { $0["event"] as? String == "shipped" }
+        guard let run = try followedRun("replicate-stop-gather", writer: ["--seconds", "5"], gatherEvery: 1000) else { return }
+        let (folder, repo) = (run.folder, run.repo)
+        let shipped = try self.events(run.events).filter { $0["event"] as? String == "shipped" }
         let segments = shipped.filter { $0["kind"] as? String == "segment" }
         #expect(segments.count >= 4, "a segment a second: \(segments.count)")
         #expect(shipped.filter { $0["kind"] as? String == "merge" }.count == 1 && shipped.last?["kind"] as? String == "merge",
@@ -500,61 +518,38 @@ final class FollowerProcess {
         #expect(left.count == 1, "one segment left in the chain: \(left)")
         // The packs the stop's gathering replaced are gone with it: no later gathering would remove them.
         #expect(try unreferencedPacks(repo) == 0)
-        try checkMoments(repo, log: try WriterLog(logPath), count: 6, folder: folder, seed: 10)
+        try checkMoments(repo, log: try WriterLog(run.log), count: 6, folder: folder, seed: 10)
     }
 
     /// A stop with at most one segment since the last gathering (every 2
     /// here, and nothing written for the last seconds) makes no gathering,
     /// yet removes the packs the last one replaced: none is left unnamed.
     @Test func aStopWithNothingToGatherRemovesWhatTheLastGatheringReplaced() throws {
-        let folder = try TemporaryFolder("replicate-stop-tidy")
-        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
-        let (db, logPath) = try makeApp(folder)
-        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
-        let events = folder.file("events.log")
-        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, gatherEvery: 2)
-        let writer = try startWriter(db, log: logPath, ["--seconds", "4"])
-        #expect(writer.wait() == 0)
-        Thread.sleep(forTimeInterval: 2.5)
-        #expect(follower.stop() == 0)
-        let merges = try self.events(events).filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }
+        guard let run = try followedRun("replicate-stop-tidy", writer: ["--seconds", "4"], settle: 2.5, gatherEvery: 2) else { return }
+        let (folder, repo) = (run.folder, run.repo)
+        let merges = try self.events(run.events).filter { $0["event"] as? String == "shipped" && $0["kind"] as? String == "merge" }
         #expect(merges.count >= 1)
         #expect(try unreferencedPacks(repo) == 0)
-        try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 12)
+        try checkMoments(repo, log: try WriterLog(run.log), count: 4, folder: folder, seed: 12)
     }
 
     /// With no spool (TMPDIR cannot be written), no gathering is made: a
     /// problem event says so, and the segments stay as they are, restorable.
     @Test func withoutASpoolTheSegmentsStayAsTheyAre() throws {
-        let folder = try TemporaryFolder("replicate-nospool")
-        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
-        let (db, logPath) = try makeApp(folder)
-        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
-        let events = folder.file("events.log")
-        let follower = try FollowerProcess([db, "--repo", repo.url], events: events, env: ["TMPDIR": folder.file("no-such-folder")])
-        let writer = try startWriter(db, log: logPath, ["--seconds", "6"])
-        #expect(writer.wait() == 0)
-        Thread.sleep(forTimeInterval: 1.5)
-        #expect(follower.stop() == 0)
-        let seen = try self.events(events)
+        guard let run = try followedRun("replicate-nospool", writer: ["--seconds", "6"], env: { ["TMPDIR": $0.file("no-such-folder")] }) else { return }
+        let (folder, repo) = (run.folder, run.repo)
+        let seen = try self.events(run.events)
         #expect(!seen.contains { $0["kind"] as? String == "merge" })
         #expect(seen.contains { $0["event"] as? String == "problem" && ($0["message"] as? String ?? "").contains("spool") },
                 "\(seen.filter { $0["event"] as? String == "problem" })")
         #expect(seen.filter { $0["kind"] as? String == "segment" }.count >= 4)
         #expect(try repo.run(["verify", "--read-data"]).status == 0)
-        try checkMoments(repo, log: try WriterLog(logPath), count: 4, folder: folder, seed: 9)
+        try checkMoments(repo, log: try WriterLog(run.log), count: 4, folder: folder, seed: 9)
     }
 
     @Test func verifyFindsADamagedSegmentAndRestoreRefusesIt() throws {
-        let folder = try TemporaryFolder("replicate-damaged")
-        guard let repo = try TestRepo.make(.folder, in: folder) else { return }
-        let (db, logPath) = try makeApp(folder)
-        #expect(try runLitectl(["repo", "init", repo.url]).status == 0)
-        let follower = try FollowerProcess([db, "--repo", repo.url], events: folder.file("events.log"))
-        let writer = try startWriter(db, log: logPath, ["--commits", "150"])
-        writer.wait()
-        Thread.sleep(forTimeInterval: 1.5)
-        #expect(follower.stop() == 0)
+        guard let run = try followedRun("replicate-damaged", writer: ["--commits", "150"]) else { return }
+        let (folder, repo) = (run.folder, run.repo)
         let segments = try FileManager.default.subpathsOfDirectory(atPath: repo.url + "/segments").filter { $0.split(separator: "/").count == 2 }.sorted()
         let victim = repo.url + "/segments/" + segments[0]
         var bytes = try Data(contentsOf: URL(fileURLWithPath: victim))
