@@ -46,6 +46,10 @@ struct Litectl: ParsableCommand {
         #if canImport(Glibc)
         _ = mallopt(M_MMAP_THRESHOLD, 128 << 10)
         #endif
+        // One process is one run: from here on, what the run reads is its
+        // protected set, which no path it writes or deletes may touch
+        // (WriteGate, docs/safety.md).
+        WriteGate.shared.activate()
         main(nil)
     }
 }

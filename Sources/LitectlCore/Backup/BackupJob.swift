@@ -30,6 +30,9 @@ public struct BackupRequest: Sendable {
     public var replaceExisting = false
     /// Refuse an empty source; flag one that shrank since its last backup.
     public var shrink = SourceShrinkPolicy()
+    /// The write gate's token of the destination folder (`BackupRun` holds
+    /// the folder as a protected tree and is its one writer).
+    public var owner: WriteGate.Tree?
     public init(source: String, destination: String, destinationIsFolder: Bool) {
         self.source = source
         self.destination = destination
@@ -92,8 +95,13 @@ public enum BackupJob {
         }
         try SameFileRule.require(output: finalPath, apartFrom: [request.source], what: "the database being backed up")
         try SameFileRule.require(output: BackupManifest.path(forBackup: finalPath), apartFrom: [request.source], what: "the database being backed up")
+        let replacing = ReplaceRule.forced(request.replaceExisting)
+        try WriteGate.shared.requireWritable(finalPath, what: "the backup", replacing: replacing, owner: request.owner)
+        try WriteGate.shared.requireWritable(BackupManifest.path(forBackup: finalPath), what: "the backup's manifest",
+                                             replacing: replacing, owner: request.owner)
 
-        let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
+        let copyFile = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions,
+                                         owner: request.owner)
         defer { copyFile.discard() }
         let result: HotCopyResult
         do {
@@ -114,7 +122,7 @@ public enum BackupJob {
         // the other cores while this one runs the check; they only read the
         // copy. Only a copy that is kept as it is needs its fsync.
         let gzFile = try request.gzipLevel.map { _ in
-            try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions)
+            try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: finalPath), permissions: permissions, owner: request.owner)
         }
         defer { gzFile?.discard() }
         let written = result.digest
@@ -166,10 +174,11 @@ public enum BackupJob {
         let manifestSlot = TemporaryFiles.register(manifestPath)
         defer { TemporaryFiles.unregister(manifestSlot) }
         do {
-            try writeAtomically(Array((manifest.json.pretty + "\n").utf8), to: manifestPath, permissions: permissions)
+            try AtomicFile.write(Array((manifest.json.pretty + "\n").utf8), to: manifestPath, permissions: permissions,
+                                 what: "the backup's manifest", replacing: replacing, owner: request.owner)
             try (gzFile ?? copyFile).commit(as: finalPath, replace: request.replaceExisting)
         } catch {
-            unlink(manifestPath)
+            try? DurableFolder.remove(manifestPath, owner: request.owner)
             throw error
         }
         return BackupOutcome(backupPath: finalPath, manifestPath: manifestPath, manifest: manifest, shrink: shrink)
@@ -219,15 +228,6 @@ public enum BackupJob {
         return CopyFacts(pageSize: try integer("PRAGMA page_size"), pageCount: try integer("PRAGMA page_count"),
                          userVersion: try integer("PRAGMA user_version"), schemaHash: hasher.finalizeHex(),
                          checkResult: result, passed: passed)
-    }
-
-    /// Writes `bytes` to `path` through a temporary file, fsync and rename.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t) throws {
-        let file = try TemporaryFile(in: DurableFolder.parent(of: path), stem: DurableFolder.baseName(of: path),
-                                     permissions: permissions)
-        defer { file.discard() }
-        try bytes.withUnsafeBytes { try file.write($0) }
-        try file.commit(as: path, replace: true)
     }
 
     /// The source's file name without a `.db`, `.sqlite`, `.sqlite3` or `.db3` extension.

@@ -69,15 +69,19 @@ public enum BackupMetrics {
         try require(path, apartFrom: metrics.map(\.source), otherInputs: otherInputs)
         var previous: String?
         if let bytes = try? FileStreams.readAll(path) { previous = String(decoding: bytes, as: UTF8.self) }
-        try BackupJob.writeAtomically(Array(text(metrics, previous: previous).utf8), to: path, permissions: 0o644)
+        try AtomicFile.write(Array(text(metrics, previous: previous).utf8), to: path, permissions: 0o644,
+                             what: "the metrics file", replacing: PrometheusText.replaceRule)
     }
 
-    /// The same-file rule for a metrics file, before a run begins (so that a
-    /// wrong --metrics-file is refused before anything is backed up) and again
-    /// as it is written.
+    /// The same-file rule for a metrics file, and the write gate's rules
+    /// (`PrometheusText.replaceRule`: an existing file is replaced only when
+    /// it is a Prometheus textfile), before a run begins (so that a wrong
+    /// --metrics-file is refused before anything is backed up) and again as
+    /// it is written.
     public static func require(_ path: String, apartFrom sources: [String], otherInputs: [String]) throws {
         try SameFileRule.require(output: path, apartFrom: sources, what: "a database being backed up")
         try SameFileRule.require(output: path, apartFrom: otherInputs, what: "a key, passphrase or config file the run reads")
+        try WriteGate.shared.requireWritable(path, what: "the metrics file", replacing: PrometheusText.replaceRule)
     }
 
     static func escape(_ s: String) -> String {

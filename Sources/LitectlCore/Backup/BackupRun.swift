@@ -90,12 +90,16 @@ public enum BackupRun {
     public static func run(_ request: BackupRunRequest, progress: (String, CopyProgress) -> Void = { _, _ in },
                            report: (BackupRunResult) -> Void = { _ in }) throws -> (results: [BackupRunResult], metricsError: DatabaseError?) {
         let (folder, isFolder) = try folder(of: request)
+        // The run's protected set, before anything is written: its sources
+        // (and their -wal, -journal, -shm) and the destination folder's backups.
+        for source in request.sources { WriteGate.shared.protect(database: source, what: "a database being backed up") }
+        let owner = isFolder ? WriteGate.shared.protect(tree: folder, what: "the backup folder \(folder)", kind: .backupFolder) : nil
         if let path = request.metricsFile {
             try BackupMetrics.require(path, apartFrom: request.sources.map { BackupJob.resolvedPath($0) }, otherInputs: [])
         }
-        let lock = try FolderLock(folder: folder, timeout: request.timeout)
+        let lock = try FolderLock(folder: folder, timeout: request.timeout, owner: owner)
         defer { lock.release() }
-        TemporaryFiles.removeStale(in: folder)
+        TemporaryFiles.removeStale(in: folder, owner: owner)
         var results: [BackupRunResult] = []
         var metrics: [BackupMetric] = []
         for source in request.sources {
@@ -106,6 +110,7 @@ public enum BackupRun {
             job.copy.timeout = request.timeout
             job.replaceExisting = request.replaceExisting
             job.shrink = request.shrink
+            job.owner = owner
             let started = Clock.wall()
             var result = BackupRunResult(source: source)
             do {
@@ -115,10 +120,10 @@ public enum BackupRun {
                 if isFolder && !request.retention.isEmpty && outcome.shrink == nil {
                     let catalog = try Retention.catalog(folder: folder, source: outcome.manifest.source)
                     let doomed = Retention.toPrune(catalog, policy: request.retention).filter { $0.backupPath != outcome.backupPath }
-                    try Retention.prune(doomed)
+                    try Retention.prune(doomed, owner: owner)
                     result.pruned = doomed.map(\.backupPath)
                     let dangling = try Retention.danglingManifests(folder: folder, source: outcome.manifest.source)
-                    result.prunedManifests = try Retention.removeDangling(dangling).map(\.manifestPath)
+                    result.prunedManifests = try Retention.removeDangling(dangling, owner: owner).map(\.manifestPath)
                 }
                 let m = outcome.manifest
                 metrics.append(BackupMetric(source: m.source, success: true, finishedAt: m.finishedAt,

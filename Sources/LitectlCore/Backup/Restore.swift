@@ -37,11 +37,13 @@ public enum Restore {
         if DurableFolder.isFolder(target) {
             throw DatabaseError(code: .cantopen, message: "is a folder; give the path of the database file to restore into", path: target)
         }
+        WriteGate.shared.declareTarget(target)
         let exists = DurableFolder.exists(target)
         if exists && !force {
             throw DatabaseError(code: .cantopen, message: "already exists; not overwritten (use --force; the old content is then kept as \(DurableFolder.baseName(of: target)).before-restore-<timestamp>)",
                                 path: target)
         }
+        try WriteGate.shared.requireWritable(target, what: "the restore's target", replacing: .always)
         return exists
     }
 

@@ -76,8 +76,11 @@ public enum Retention {
 
     /// The backups in `folder` whose manifest names `source` (an absolute,
     /// resolved path) and whose backup file exists, oldest first.
+    /// Only backups named as a folder backup of `source` is named count
+    /// (`isBackupName`): retention removes nothing else.
     public static func catalog(folder: String, source: String) throws -> [CatalogEntry] {
-        try manifests(in: folder, source: source).filter { DurableFolder.exists($0.backupPath) }
+        try manifests(in: folder, source: source)
+            .filter { isBackupName($0.manifest.backup, of: source) && DurableFolder.exists($0.backupPath) }
             .sorted { $0.manifest.startedAt < $1.manifest.startedAt }
     }
 
@@ -85,7 +88,8 @@ public enum Retention {
     /// exist: left by a run killed (SIGKILL, power loss) after its manifest
     /// landed and before its backup was renamed into place. Oldest first.
     public static func danglingManifests(folder: String, source: String) throws -> [CatalogEntry] {
-        try manifests(in: folder, source: source).filter { !DurableFolder.exists($0.backupPath) }
+        try manifests(in: folder, source: source)
+            .filter { isBackupName($0.manifest.backup, of: source) && !DurableFolder.exists($0.backupPath) }
             .sorted { $0.manifest.startedAt < $1.manifest.startedAt }
     }
 
@@ -126,13 +130,35 @@ public enum Retention {
         return catalog.indices.filter { !keep.contains($0) }.map { catalog[$0] }
     }
 
+    /// Whether `name` is named as `backup` names a backup of `source` in a
+    /// folder: `<source stem>-<YYYYMMDDTHHMMSSZ>[-N].db[.gz]`. Retention
+    /// removes nothing else, whatever a manifest says (a manifest naming the
+    /// source itself, or any other file of the folder, is not a backup's).
+    static func isBackupName(_ name: String, of source: String) -> Bool {
+        let stem = Array((BackupJob.backupStem(of: source) + "-").utf8)
+        var rest = Array(name.utf8)
+        guard rest.starts(with: stem) else { return false }
+        rest.removeFirst(stem.count)
+        for ext in [".db.gz", ".db"] where rest.count > ext.utf8.count && rest.suffix(ext.utf8.count).elementsEqual(ext.utf8) {
+            rest.removeLast(ext.utf8.count)
+            // 20261207T091500Z, then an optional -N.
+            let digit = { (b: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) }
+            guard rest.count >= 16, rest[0..<8].allSatisfy(digit), rest[8] == UInt8(ascii: "T"),
+                  rest[9..<15].allSatisfy(digit), rest[15] == UInt8(ascii: "Z") else { return false }
+            let tail = rest.dropFirst(16)
+            return tail.isEmpty || (tail.first == UInt8(ascii: "-") && tail.count > 1 && tail.dropFirst().allSatisfy(digit))
+        }
+        return false
+    }
+
     /// Removes each backup and then its manifest, and fsyncs the folder.
-    public static func prune(_ entries: [CatalogEntry]) throws {
+    /// Each removal is asked of the write gate as `owner` (the backup
+    /// folder's writer): a backup that is one of the run's inputs (a
+    /// manifest naming the source itself) is refused, never removed.
+    public static func prune(_ entries: [CatalogEntry], owner: WriteGate.Tree? = nil) throws {
         for entry in entries {
-            if unlink(entry.backupPath) != 0 && errno != ENOENT {
-                throw DatabaseError(code: .ioerr, message: "cannot remove: \(String(cString: strerror(errno)))", path: entry.backupPath)
-            }
-            unlink(entry.manifestPath)
+            try DurableFolder.remove(entry.backupPath, owner: owner)
+            try? DurableFolder.remove(entry.manifestPath, owner: owner)
         }
         if let first = entries.first { try DurableFolder.sync(parentOf: first.backupPath) }
     }
@@ -140,13 +166,10 @@ public enum Retention {
     /// Removes dangling manifests (see `danglingManifests`), each only if its
     /// backup file still does not exist, and fsyncs the folder. Returns the
     /// manifests removed.
-    public static func removeDangling(_ entries: [CatalogEntry]) throws -> [CatalogEntry] {
+    public static func removeDangling(_ entries: [CatalogEntry], owner: WriteGate.Tree? = nil) throws -> [CatalogEntry] {
         var removed: [CatalogEntry] = []
-        for entry in entries where !DurableFolder.exists(entry.backupPath) {
-            if unlink(entry.manifestPath) != 0 {
-                if errno == ENOENT { continue }
-                throw DatabaseError(code: .ioerr, message: "cannot remove: \(String(cString: strerror(errno)))", path: entry.manifestPath)
-            }
+        for entry in entries where !DurableFolder.exists(entry.backupPath) && DurableFolder.exists(entry.manifestPath) {
+            try DurableFolder.remove(entry.manifestPath, owner: owner)
             removed.append(entry)
         }
         if let first = removed.first { try DurableFolder.sync(parentOf: first.manifestPath) }

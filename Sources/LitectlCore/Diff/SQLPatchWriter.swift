@@ -47,8 +47,12 @@ public final class SQLPatchWriter: DiffConsumer {
     func spoolLine() throws {
         line.append(0x0A)
         if spool == nil {
-            spool = tmpfile()
-            guard spool != nil else { throw DatabaseError(code: .ioerr, message: "cannot create a temporary file: \(String(cString: strerror(errno)))") }
+            let fd = try TemporaryFiles.anonymous()
+            spool = fdopen(fd, "w+")
+            guard spool != nil else {
+                close(fd)
+                throw DatabaseError(code: .ioerr, message: "cannot create a temporary file: \(String(cString: strerror(errno)))")
+            }
         }
         let written = line.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, spool) }
         guard written == line.count else { throw DatabaseError(code: .ioerr, message: "cannot write a temporary file") }

@@ -1,6 +1,6 @@
 // `litectl dump --format csv|jsonl --output DIR`: one file of rows per table
 // and `schema.sql` (the schema-only dump) in a folder that appears whole
-// (DumpFolder), all read from one snapshot of the database. Values keep their
+// (StagedFolder, in Files/), all read from one snapshot of the database. Values keep their
 // storage class: TypedCSV for CSV, the shared JSON value encoding for JSON Lines.
 
 public enum RowFileDump {
@@ -48,7 +48,8 @@ public enum RowFileDump {
         let connection = try Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout)
         defer { try? connection.close() }
         try connection.execute("PRAGMA cell_size_check=ON")
-        let folder = try DumpFolder(finalPath: output, replace: replace)
+        let folder = try StagedFolder(finalPath: output, replace: replace,
+                                      isOwnFile: { $0 == "schema.sql" || RowFileFormat.of(path: $0) != nil })
         let summary = try connection.readTransaction { () -> DumpSummary in
             let plan = try DumpPlan.read(connection, options: options)
             var summary = DumpSummary()

@@ -58,6 +58,20 @@ public enum TemporaryFiles {
         return body()
     }
 
+    /// A scratch file with no name (created and at once unlinked in
+    /// `folder`, else $TMPDIR): nothing is left after any exit, SIGKILL
+    /// included. Returns its descriptor, or throws naming the folder.
+    public static func anonymous(in folder: String? = nil) throws -> Int32 {
+        let folder = Self.folder(folder)
+        var template = Array((folder + "/.litectl-scratch-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else {
+            throw DatabaseError(code: .cantopen, message: "cannot make a scratch file: \(String(cString: strerror(errno)))", path: folder)
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return fd
+    }
+
     /// Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink every
     /// registered temporary file and exit with status 2 (litectl's "error"
     /// status, which cron scripts test for). Only `unlink` and `_exit` run in
@@ -92,8 +106,10 @@ public enum TemporaryFiles {
     /// With `stem`, only those of files named `stem` or `stem.<more>` (a
     /// restore target's, in an application's folder). Returns the paths
     /// removed. Call it holding the folder's lock.
+    /// Each removal is asked of the write gate (`owner`: the tree's writer);
+    /// what it refuses is left alone.
     @discardableResult
-    public static func removeStale(in folder: String, stem: String? = nil) -> [String] {
+    public static func removeStale(in folder: String, stem: String? = nil, owner: WriteGate.Tree? = nil) -> [String] {
         guard let dir = opendir(folder) else { return [] }
         defer { closedir(dir) }
         var removed: [String] = []
@@ -101,19 +117,27 @@ public enum TemporaryFiles {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
-            guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { continue }
-            if let stem {
-                let base = name[name.index(after: name.startIndex)..<marker.lowerBound]
-                guard base == stem || base.hasPrefix(stem + ".") else { continue }
-            }
-            let parts = name[marker.upperBound...].split(separator: "-")
-            guard parts.count >= 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH {
-                let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
-                if unlink(path) == 0 { removed.append(path) }
-            }
+            guard isStale(name: name, stem: stem) else { continue }
+            let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
+            guard WriteGate.shared.allows(path, owner: owner) else { continue }
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 { removed.append(path) }
         }
         return removed
+    }
+
+    /// Whether `name` is a temporary file's (`.<stem>.tmp-<pid>-<n>`, of
+    /// `stem` or `stem.<more>` when given) whose process is gone.
+    static func isStale(name: String, stem: String?) -> Bool {
+        guard name.hasPrefix("."), let marker = name.ranges(of: ".tmp-").last else { return false }
+        if let stem {
+            let base = name[name.index(after: name.startIndex)..<marker.lowerBound]
+            guard base == stem || base.hasPrefix(stem + ".") else { return false }
+        }
+        let parts = name[marker.upperBound...].split(separator: "-")
+        guard parts.count >= 2, let pid = Int32(parts[0]), UInt32(parts[1]) != nil, pid > 0, pid != getpid() else { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
 }
 
@@ -128,22 +152,31 @@ public final class TemporaryFile {
     private var companionSlots: [Int?] = []
     static let companions = ["-journal", "-wal", "-shm"]
     private var committed = false
+    /// The protected tree this file is written in by its one writer, if any.
+    private let owner: WriteGate.Tree?
 
     /// Creates `folder/.<stem>.tmp-<pid>-<random>` with `O_CREAT|O_EXCL` and
     /// mode `permissions`, then `fchmod`s it to exactly `permissions` (the umask
     /// can only narrow, never widen; the fchmod makes it exact).
-    public init(in folder: String, stem: String, permissions: mode_t) throws {
+    ///
+    /// The write gate (`WriteGate`) is asked first: inside a protected tree
+    /// only its `owner` makes files. `O_NOFOLLOW`: a name that is a symbolic
+    /// link is never opened through.
+    public init(in folder: String, stem: String, permissions: mode_t, owner: WriteGate.Tree? = nil) throws {
+        self.owner = owner
         var attempt = 0
         while true {
             let name = ".\(stem).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             let candidate = (folder.hasSuffix("/") ? folder : folder + "/") + name
+            try WriteGate.shared.requireWritable(candidate, what: "a temporary file", replacing: .never, owner: owner)
             let slot = TemporaryFiles.register(candidate)
-            let fd = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
+            let fd = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
             if fd >= 0 {
                 path = candidate
                 descriptor = fd
                 self.slot = slot
                 companionSlots = TemporaryFile.companions.map { TemporaryFiles.register(candidate + $0) }
+                WriteGate.shared.own(candidate)
                 break
             }
             let err = errno
@@ -169,7 +202,11 @@ public final class TemporaryFile {
 
     /// fsyncs, renames to `finalPath` (same folder) and fsyncs the folder.
     /// With `replace` false an existing `finalPath` is never overwritten.
+    /// The write gate is asked again for `finalPath` (it may have changed
+    /// since the writer first asked): `replace` false is `ReplaceRule.never`;
+    /// a writer whose rule is finer asks the gate itself first.
     public func commit(as finalPath: String, replace: Bool = false) throws {
+        try WriteGate.shared.requireWritable(finalPath, what: "the output", replacing: replace ? .always : .never, owner: owner)
         try sync()
         if !replace {
             // link() fails with EEXIST instead of replacing; then drop the temporary name.
@@ -183,6 +220,7 @@ public final class TemporaryFile {
             throw DatabaseError(code: .ioerr, message: "cannot rename into place: \(String(cString: strerror(errno)))", path: finalPath)
         }
         committed = true
+        WriteGate.shared.own(finalPath)
         releaseAll()
         try DurableFolder.sync(parentOf: finalPath)
     }
@@ -249,6 +287,44 @@ public enum DurableFolder {
         }
     }
 
+    /// Removes the file (or link: never what it points to) at `path`, after
+    /// the write gate said yes (`owner`: the protected tree's writer); a
+    /// missing file is not an error.
+    public static func remove(_ path: String, owner: WriteGate.Tree? = nil) throws {
+        try WriteGate.shared.requireDeletable(path, owner: owner)
+        if unlink(path) != 0 && errno != ENOENT {
+            throw DatabaseError(code: .ioerr, message: "cannot remove: \(String(cString: strerror(errno)))", path: path)
+        }
+    }
+
+    /// Makes the folder `path` and its missing parents (mode 0755, less the
+    /// umask), as `mkdir -p` does, after the write gate said yes.
+    public static func makeFolders(_ path: String) throws {
+        try WriteGate.shared.requireWritable(folder: path)
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST {
+                let err = errno
+                throw DatabaseError(code: err == EACCES ? .perm : .cantopen,
+                                    message: "cannot create the folder: \(String(cString: strerror(err)))", path: built)
+            }
+        }
+    }
+
+    /// `path` made absolute, with `.` and `..` parts and doubled slashes
+    /// taken out by name alone (no link is resolved: for paths that do not
+    /// exist yet).
+    public static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in absolute(path).split(separator: "/") {
+            if part == "." { continue }
+            if part == ".." { _ = parts.popLast(); continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
     /// The folder part of `path` ("." when there is none).
     public static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
@@ -291,5 +367,22 @@ public enum DurableFolder {
         var rel = Substring(path)
         while rel.hasPrefix("./") { rel = rel.dropFirst(2) }
         return (cwd == "/" ? "" : cwd) + "/" + rel
+    }
+}
+
+/// Small whole files written as every litectl writer writes: a temporary file
+/// beside the target, fsynced, renamed, the folder fsynced, after the write
+/// gate said yes.
+public enum AtomicFile {
+    /// Writes `bytes` to `path`. `what` names the output in a refusal ("the
+    /// metrics file"); `replacing` says when an existing file may be replaced.
+    public static func write(_ bytes: [UInt8], to path: String, permissions: mode_t, what: String,
+                             replacing: ReplaceRule, owner: WriteGate.Tree? = nil) throws {
+        try WriteGate.shared.requireWritable(path, what: what, replacing: replacing, owner: owner)
+        let file = try TemporaryFile(in: DurableFolder.parent(of: path), stem: DurableFolder.baseName(of: path),
+                                     permissions: permissions, owner: owner)
+        defer { file.discard() }
+        try bytes.withUnsafeBytes { try file.write($0) }
+        try file.commit(as: path, replace: true)
     }
 }

@@ -11,10 +11,14 @@ public final class FolderLock {
     public static let fileName = ".litectl-backup.lock"
     private var descriptor: Int32
 
-    /// Takes the lock of `folder`, waiting up to `timeout` seconds.
-    public init(folder: String, timeout: Double) throws {
+    /// Takes the lock of `folder`, waiting up to `timeout` seconds. The lock
+    /// file is made through the write gate (`owner`: the folder's writer)
+    /// and never opened through a link (`O_NOFOLLOW`: a lock file that is a
+    /// link to another file is an error, not a way to create or lock it).
+    public init(folder: String, timeout: Double, owner: WriteGate.Tree? = nil) throws {
         let path = (folder.hasSuffix("/") ? folder : folder + "/") + FolderLock.fileName
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try WriteGate.shared.requireWritable(path, what: "the folder's lock file", replacing: .always, owner: owner)
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw DatabaseError(code: .cantopen, message: "cannot create the lock file: \(String(cString: strerror(errno)))", path: path)
         }

@@ -30,7 +30,8 @@ import Darwin
 /// read writes what it needs first. One thread appends, another may read.
 final class SpoolFile: @unchecked Sendable {
     private let descriptor: Int32
-    let path: String
+    /// In messages: the file has no name once made.
+    let path = TemporaryFiles.folder(nil) + "/(a spool file)"
     private let lock = NSLock()
     private let pending: UnsafeMutableRawBufferPointer
     private var pendingCount = 0
@@ -39,15 +40,9 @@ final class SpoolFile: @unchecked Sendable {
     static let bufferSize = 128 << 10
 
     init() throws {
-        let folder = TemporaryFiles.folder(nil)
-        var template = Array((folder + "/.litectl-spool-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard fd >= 0 else {
-            throw StoreError(.io, location: folder, message: "cannot make a spool file: \(String(cString: strerror(errno)))")
+        do { descriptor = try TemporaryFiles.anonymous() } catch let error as DatabaseError {
+            throw StoreError(.io, location: error.path ?? TemporaryFiles.folder(nil), message: error.message)
         }
-        unlink(path)
-        descriptor = fd
         pending = .allocate(byteCount: Self.bufferSize, alignment: 16)
     }
 

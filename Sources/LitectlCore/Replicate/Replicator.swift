@@ -178,6 +178,7 @@ public final class Replicator: @unchecked Sendable {
             throw StoreError(.other, location: repository.location,
                              message: "repository format version \(repository.version): replicate stores segments, which need version 4 (an older litectl would not know that they use packs, and its prune would delete them); upgrade it with `litectl repo upgrade \(repository.location)` once every litectl that uses it is this version or later")
         }
+        for source in sources { WriteGate.shared.protect(database: source, what: "a database being replicated") }
         if let file = options.metricsFile {
             try BackupMetrics.require(file, apartFrom: sources.map { BackupJob.resolvedPath($0) }, otherInputs: options.otherInputs)
         }
@@ -240,7 +241,8 @@ public final class Replicator: @unchecked Sendable {
 
     /// The Prometheus textfile (node_exporter's textfile collector), atomically.
     func writeMetrics(to file: String) {
-        try? BackupJob.writeAtomically(Array(ReplicateMetrics.text(statuses).utf8), to: file, permissions: 0o644)
+        try? AtomicFile.write(Array(ReplicateMetrics.text(statuses).utf8), to: file, permissions: 0o644,
+                              what: "the metrics file", replacing: PrometheusText.replaceRule)
     }
 }
 

@@ -10,61 +10,61 @@ import Darwin
 public final class FolderStore: ObjectStore, @unchecked Sendable {
     public let location: String
     let root: String
+    /// The folder, reached without following a link inside it: a `locks/`
+    /// or `packs/ab` that is a link to another folder is an error, never a
+    /// way to read, list or delete outside the repository.
+    let tree: FolderTree
+    /// The write gate's token: this store is the one writer in its folder.
+    let owner: WriteGate.Tree
 
-    /// A store over the folder `path` (which `repo init` creates).
+    /// A store over the folder `path` (which `repo init` creates). The
+    /// folder becomes part of the run's protected set (`WriteGate`).
     public init(path: String) {
         location = path
-        root = path.hasSuffix("/") ? String(path.dropLast()) : path
+        root = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        tree = FolderTree(root: root)
+        owner = WriteGate.shared.protect(tree: root, what: "the repository \(path)", kind: .repository)
     }
 
     func path(_ key: String) -> String { root + "/" + key }
 
     func error(_ key: String, _ err: Int32, _ doing: String) -> StoreError {
-        let kind: StoreError.Kind = switch err {
+        StoreError(Self.kind(err), location: path(key), message: "\(doing): \(String(cString: strerror(err)))")
+    }
+
+    static func kind(_ err: Int32) -> StoreError.Kind {
+        switch err {
         case ENOENT: .notFound
         case EACCES, EPERM: .denied
         default: .io
         }
-        return StoreError(kind, location: path(key), message: "\(doing): \(String(cString: strerror(err)))")
+    }
+
+    /// The tree's failure as the store's error.
+    func translate(_ error: any Error, _ key: String) -> any Error {
+        if let failure = error as? FolderTree.Failure {
+            return StoreError(Self.kind(failure.errno), location: failure.path, message: failure.message)
+        }
+        if let refusal = error as? DatabaseError { return StoreError(.denied, location: refusal.path ?? path(key), message: refusal.message) }
+        return error
     }
 
     /// Creates the folder (and its parents) when missing.
     public func createRoot() throws {
-        var built = root.hasPrefix("/") ? "" : "."
-        for part in root.split(separator: "/") {
-            built += "/" + part
-            if mkdir(built, 0o755) != 0 && errno != EEXIST {
-                throw StoreError(errno == EACCES ? .denied : .io, location: built, message: "cannot create the folder: \(String(cString: strerror(errno)))")
-            }
+        do { try DurableFolder.makeFolders(root) } catch let error as DatabaseError {
+            throw StoreError(error.code.primary == .perm ? .denied : .io, location: error.path ?? root, message: error.message)
         }
     }
 
     public func put(_ key: String, _ bytes: [UInt8]) throws {
-        let target = path(key)
-        let folder = DurableFolder.parent(of: target)
-        if !DurableFolder.isFolder(folder) {
-            guard DurableFolder.isFolder(root) else {
-                throw StoreError(.noSuchContainer, location: location, message: "no such folder")
-            }
-            var built = root
-            for part in key.split(separator: "/").dropLast() {
-                built += "/" + part
-                if mkdir(built, 0o755) != 0 && errno != EEXIST { throw error(key, errno, "cannot create a folder") }
-            }
+        guard DurableFolder.isFolder(root) else {
+            throw StoreError(.noSuchContainer, location: location, message: "no such folder")
         }
-        do {
-            let file = try TemporaryFile(in: folder, stem: DurableFolder.baseName(of: target), permissions: 0o644)
-            defer { file.discard() }
-            try bytes.withUnsafeBytes { try file.write($0) }
-            try file.commit(as: target, replace: true)
-        } catch let e as DatabaseError {
-            throw StoreError(.io, location: target, message: e.message)
-        }
+        do { try tree.write(key, bytes, permissions: 0o644, owner: owner) } catch { throw translate(error, key) }
     }
 
     public func get(_ key: String) throws -> [UInt8] {
-        guard let bytes = FileBytes.read(path(key)) else { throw error(key, errno, "cannot read") }
-        return bytes
+        do { return try tree.read(key) } catch { throw translate(error, key) }
     }
 
     public func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] {
@@ -76,8 +76,8 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
     }
 
     public func get(_ key: String, offset: Int64, length: Int, into buffer: inout [UInt8]) throws -> Int {
-        let fd = open(path(key), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw error(key, errno, "cannot read") }
+        let fd: Int32
+        do { fd = try tree.openForReading(key) } catch { throw translate(error, key) }
         defer { close(fd) }
         if buffer.count < length { buffer += [UInt8](repeating: 0, count: length - buffer.count) }
         var done = 0
@@ -96,22 +96,19 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
         let folderKey = prefix.contains("/") ? String(prefix[..<prefix.lastIndex(of: "/")!]) : ""
         var out: [StoredObject] = []
         func walk(_ relative: String) throws {
-            let full = relative.isEmpty ? root : root + "/" + relative
-            guard let dir = opendir(full) else {
-                if errno == ENOENT { return }
-                throw error(relative, errno, "cannot list")
-            }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
-                if name == "." || name == ".." || name.hasPrefix(".") { continue }  // temporary files are hidden
-                let key = relative.isEmpty ? name : relative + "/" + name
-                var info = stat()
-                guard lstat(root + "/" + key, &info) == 0 else { continue }
-                if (info.st_mode & S_IFMT) == S_IFDIR {
+            let entries: [FolderTree.Entry]?
+            do { entries = try tree.entries(relative) } catch { throw translate(error, relative) }
+            for entry in entries ?? [] {
+                if entry.name.hasPrefix(".") { continue }  // temporary files are hidden
+                let key = relative.isEmpty ? entry.name : relative + "/" + entry.name
+                if entry.isFolder {
                     if key.hasPrefix(prefix) || prefix.hasPrefix(key + "/") { try walk(key) }
-                } else if (info.st_mode & S_IFMT) == S_IFREG, key.hasPrefix(prefix) {
-                    out.append(StoredObject(key: key, size: Int64(info.st_size)))
+                } else if entry.isFile {
+                    if key.hasPrefix(prefix) { out.append(StoredObject(key: key, size: entry.size)) }
+                } else if key.hasPrefix(prefix) || prefix.hasPrefix(key + "/") {
+                    // A link (or a device, a socket) where the format has files
+                    // and folders: never followed, and never taken for nothing.
+                    throw StoreError(.other, location: path(key), message: "is a symbolic link or not a plain file; litectl does not follow links inside a repository")
                 }
             }
         }
@@ -120,19 +117,16 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
     }
 
     public func delete(_ key: String) throws {
-        if unlink(path(key)) != 0 && errno != ENOENT { throw error(key, errno, "cannot delete") }
+        do { try tree.remove(key, owner: owner) } catch { throw translate(error, key) }
     }
 
     /// Removes temporary files that killed runs left in the store's folders.
     public func removeStaleTemporaryFiles() {
         for sub in ["", "packs", "index", "lists", "snapshots", "locks"] {
-            TemporaryFiles.removeStale(in: sub.isEmpty ? root : root + "/" + sub)
+            tree.removeStaleTemporaryFiles(in: sub, owner: owner)
         }
-        guard let dir = opendir(root + "/packs") else { return }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
-            if name.count == 2 { TemporaryFiles.removeStale(in: root + "/packs/" + name) }
+        for entry in (try? tree.entries("packs")) ?? [] where entry.isFolder && entry.name.utf8.count == 2 {
+            tree.removeStaleTemporaryFiles(in: "packs/" + entry.name, owner: owner)
         }
     }
 }

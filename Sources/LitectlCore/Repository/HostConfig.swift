@@ -30,6 +30,7 @@ public struct HostConfig: Sendable, Equatable {
     static let keepKeys: Set<String> = ["last", "hourly", "daily", "weekly", "monthly"]
 
     public static func load(path: String) throws -> HostConfig {
+        WriteGate.shared.protect(file: path, what: "the config file this run reads")
         guard let data = FileManager.default.contents(atPath: path) else {
             throw DatabaseError(code: .cantopen, message: "cannot read the config file", path: path)
         }

@@ -24,8 +24,12 @@ public struct RepositoryLocation: Sendable, Equatable {
         l.endpoint = endpoint ?? config.endpoint
         l.region = region ?? config.region
         l.profile = profile ?? config.profile
-        l.keyFile = keyFile ?? config.keyFile
-        l.passphraseFile = passphraseFile ?? config.passphraseFile
+        // A secret on the command line replaces the file's, whichever kind:
+        // a key file and a passphrase file together would leave one unread.
+        if keyFile == nil && passphraseFile == nil {
+            l.keyFile = config.keyFile
+            l.passphraseFile = config.passphraseFile
+        }
         return l
     }
 }
@@ -107,6 +111,9 @@ public enum RepoBackupRun {
     public static func run(_ settings: RepoBackupSettings, repository: Repository,
                            progress: @escaping @Sendable (String, RepoBackupProgress) -> Void = { _, _ in },
                            report: @escaping @Sendable (RepoBatchResult) -> Void = { _ in }) throws -> RepoBackupRunOutcome {
+        // The run's protected set, before anything is written: its sources
+        // (the repository, its key and config file are in it already).
+        for source in settings.sources { WriteGate.shared.protect(database: source, what: "a database being backed up") }
         if let path = settings.metricsFile {
             try BackupMetrics.require(path, apartFrom: settings.sources.map { BackupJob.resolvedPath($0) }, otherInputs: settings.otherInputs)
         }

@@ -85,6 +85,7 @@ public enum RepoSecret: Sendable {
     /// no encoding: a CR before the LF is part of the passphrase). Read until
     /// its end, so that the file may be a pipe (`<(pass show repo)`).
     public static func passphrase(file path: String) throws -> RepoSecret {
+        try RepoKeyFile.requireSecretFile(path, what: "passphrase file")
         guard let bytes = try? FileStreams.readAll(path) else {
             throw StoreError(.io, location: path, message: "cannot read the passphrase file")
         }
@@ -192,7 +193,8 @@ struct KeyWrapping: Sendable, Equatable {
     func unwrap(_ secret: RepoSecret, location: String) throws -> SymmetricKey {
         let kek: SymmetricKey
         do { kek = try keyEncryptionKey(secret) } catch var error as StoreError {
-            error.location = location; throw error
+            if error.location.isEmpty { error.location = location }
+            throw error
         }
         guard let box = try? AES.GCM.SealedBox(combined: wrappedKey),
               let raw = try? AES.GCM.open(box, using: kek) else {
@@ -205,6 +207,7 @@ struct KeyWrapping: Sendable, Equatable {
 public enum RepoKeyFile {
     /// Reads a key file (at least 16 bytes).
     static func read(_ path: String) throws -> [UInt8] {
+        try requireSecretFile(path, what: "key file")
         guard let bytes = FileBytes.read(path) else {
             throw StoreError(.io, location: path, message: "cannot read the key file: \(String(cString: strerror(errno)))")
         }
@@ -218,8 +221,57 @@ public enum RepoKeyFile {
         if DurableFolder.exists(path) { return false }
         var key = [UInt8](repeating: 0, count: 32)
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
-        try BackupJob.writeAtomically(key, to: path, permissions: 0o600)
+        try AtomicFile.write(key, to: path, permissions: 0o600, what: "the key file", replacing: .never)
         return true
+    }
+
+    /// The rules for a key or passphrase file (docs/safety.md): it is never
+    /// a SQLite database, a -wal or a rollback journal (whose bytes change
+    /// with every write: every snapshot would be lost at the first one), nor
+    /// a file the run reads as something else (a source, its config file);
+    /// once read it is protected, so no output of the run writes over it.
+    /// Whether it lies inside a folder repository is checked where the
+    /// repository is opened (`Repository.requireKeyOutside`).
+    static func requireSecretFile(_ path: String, what: String) throws {
+        if let role = WriteGate.shared.protectedRole(of: path), !role.hasPrefix("the repository's") {
+            throw StoreError(.denied, location: path, message: "is \(role); a \(what) must be a file of its own")
+        }
+        // Only a regular file is sniffed: a pipe (`<(pass show repo)`) is read once, as the secret.
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+           let head = try? FileCheck.readPrefix(of: path, count: 16), let kind = sqliteFileKind(head) {
+            throw StoreError(.denied, location: path, message: "is \(kind), not a \(what): its bytes change with every write, and the repository's key with them")
+        }
+        if let repository = enclosingRepository(of: path) {
+            throw StoreError(.denied, location: path,
+                             message: "lies inside the repository \(repository); keep the \(what) outside it (a key kept with the data it locks protects nothing)")
+        }
+        WriteGate.shared.protect(file: path, what: "the repository's \(what)")
+    }
+
+    /// The folder of a litectl repository (one holding a `config` object of
+    /// the repository format) that `path` lies in, at any depth, or nil.
+    static func enclosingRepository(of path: String) -> String? {
+        guard var folder = SameFileRule.resolvedExistingPath(path) ?? SameFileRule.resolvedMissingPath(path) else { return nil }
+        let marker = Array("\"format\": \"\(Repository.format)\"".utf8)
+        while folder != "/" && !folder.isEmpty {
+            folder = DurableFolder.parent(of: folder)
+            let config = (folder == "/" ? "" : folder) + "/config"
+            var info = stat()
+            guard stat(config, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+                  let head = try? FileCheck.readPrefix(of: config, count: 512) else { continue }
+            if head.indices.contains(where: { head[$0...].starts(with: marker) }) { return folder }
+        }
+        return nil
+    }
+
+    /// "a SQLite database", "a SQLite -wal file" or "a SQLite rollback
+    /// journal" when `head` starts as one does, else nil.
+    static func sqliteFileKind(_ head: [UInt8]) -> String? {
+        if head.starts(with: Array("SQLite format 3".utf8) + [0]) { return "a SQLite database" }
+        if head.starts(with: [0x37, 0x7f, 0x06, 0x82]) || head.starts(with: [0x37, 0x7f, 0x06, 0x83]) { return "a SQLite -wal file" }
+        if head.starts(with: [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]) { return "a SQLite rollback journal" }
+        return nil
     }
 }
 

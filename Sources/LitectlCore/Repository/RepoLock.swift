@@ -109,10 +109,21 @@ public final class RepoLock: @unchecked Sendable {
         return bytes.dropLast(letters + 1)
     }
 
-    /// Every lock in the repository (unreadable ones count as stale ones of unknown owner).
+    /// Whether `key` is a lock's name as litectl makes it (`locks/` and 64
+    /// hex digits): anything else under `locks/` is not a lock, and no
+    /// command reads or removes it as one.
+    static func isLockKey(_ key: String) -> Bool {
+        let name = Array(key.utf8.dropFirst(6))
+        return key.hasPrefix("locks/") && name.count == 64
+            && name.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// Every lock in the repository (unreadable ones count as stale ones of
+    /// unknown owner). Files under `locks/` not named as litectl names locks
+    /// are left out (`isLockKey`).
     public static func list(_ repository: Repository) throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
-        for object in try repository.store.list(prefix: "locks/") {
+        for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) {
             guard let bytes = try? repository.getObject(object.key) else {
                 out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
                 continue

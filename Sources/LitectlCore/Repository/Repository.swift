@@ -55,6 +55,7 @@ public final class Repository: @unchecked Sendable {
     /// by the caller). Refuses a location that holds anything.
     public static func initialize(_ store: ObjectStore, secret: RepoSecret?, version: Int = Repository.version) throws -> Repository {
         precondition(supportedVersions.contains(version))
+        try requireKeyOutside(store, secret)
         let existing = try store.list(prefix: "")
         if existing.contains(where: { $0.key == "config" }) {
             throw StoreError(.other, location: store.location, message: "already a repository")
@@ -89,8 +90,27 @@ public final class Repository: @unchecked Sendable {
         return Repository(store: store, id: Hex.encode(id), keys: keys, version: version)
     }
 
+    /// Refuses a key file inside a folder repository: kept beside the data
+    /// it locks, it protects nothing, is lost with it, and the repository's
+    /// own clean-ups walk that folder.
+    public static func requireKeyOutside(_ store: ObjectStore, _ secret: RepoSecret?) throws {
+        guard let folder = store as? FolderStore, case .keyFile(let path)? = secret else { return }
+        do {
+            try SameFileRule.require(output: path, outside: folder.root, what: "the repository")
+            // A folder not made yet (`repo init`) is compared by its name.
+            if !DurableFolder.exists(folder.root) {
+                let root = Array((DurableFolder.normalized(folder.root) + "/").utf8)
+                if Array(DurableFolder.normalized(path).utf8).starts(with: root) { throw StoreError(.denied, location: path, message: "") }
+            }
+        } catch {
+            throw StoreError(.denied, location: path,
+                             message: "lies inside the repository \(folder.location); keep the key file outside it (a key kept with the data it locks protects nothing)")
+        }
+    }
+
     /// Opens an existing repository; `secret` is needed when it is encrypted.
     public static func open(_ store: ObjectStore, secret: RepoSecret?) throws -> Repository {
+        try requireKeyOutside(store, secret)
         let bytes: [UInt8]
         do { bytes = try store.get("config") } catch let error as StoreError where error.kind == .notFound {
             throw StoreError(.notFound, location: store.location, message: "not a litectl repository (no config object; create one with `litectl repo init`)")

@@ -146,7 +146,7 @@ enum RowSumCache {
             self.path = path
             let folder = (path as NSString).deletingLastPathComponent
             let name = (path as NSString).lastPathComponent
-            guard (try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)) != nil else { return nil }
+            guard (try? DurableFolder.makeFolders(folder)) != nil else { return nil }
             TemporaryFiles.removeStale(in: folder, stem: name)
             guard let file = try? TemporaryFile(in: folder, stem: name, permissions: 0o600) else { return nil }
             self.file = file

@@ -54,6 +54,9 @@ enum WALLeftovers {
             if readOnly, access(path + "-wal", F_OK) != 0, access(path + "-shm", F_OK) != 0,
                let header = try? FileCheck.readPrefix(of: path, count: 20), header.count == 20, header[18] == 2 {
                 ours = true
+                // Made by this run's open: the write gate lets the run remove them.
+                WriteGate.shared.own(path + "-wal")
+                WriteGate.shared.own(path + "-shm")
             }
             entries[id] = Entry(count: 1, leftoversAreOurs: ours)
         }
@@ -97,8 +100,8 @@ enum WALLeftovers {
         region.l_len = off_t(lockBytesLength)
         guard fcntl(fd, F_SETLK, &region) == 0 else { return }
         if (FileCheck.size(of: path + "-wal") ?? 0) == 0 {
-            unlink(path + "-wal")
-            unlink(path + "-shm")
+            try? DurableFolder.remove(path + "-wal")
+            try? DurableFolder.remove(path + "-shm")
         }
         region.l_type = Int16(F_UNLCK)
         _ = fcntl(fd, F_SETLK, &region)

@@ -32,6 +32,22 @@ struct RepoOptions: ParsableArguments {
         if keyFile != nil && passphraseFile != nil { throw ValidationError("Give --key-file or --passphrase-file, not both.") }
     }
 
+    /// The options given that only a repository uses ("--key-file", ...).
+    var repositoryOnlyGiven: [String] {
+        [("--endpoint", endpoint), ("--region", region), ("--profile", profile), ("--key-file", keyFile),
+         ("--passphrase-file", passphraseFile)].compactMap { $0.1 == nil ? nil : $0.0 }
+    }
+
+    /// For a command that works on files or on a repository: refuses the
+    /// repository's options when no repository is given (`with` says what
+    /// gives one), so that a key file named by mistake is never silently
+    /// ignored.
+    func requireNoRepositoryOptions(with: String = "--repo") throws {
+        if let first = repositoryOnlyGiven.first {
+            throw ValidationError("\(first) applies with \(with): give \(with), or leave \(first) out.")
+        }
+    }
+
     /// The repository and its settings as these options give them.
     var location: RepositoryLocation {
         var l = RepositoryLocation()

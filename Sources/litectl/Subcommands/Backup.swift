@@ -171,6 +171,7 @@ struct Backup: ParsableCommand {
             if gzip || gzipLevel != nil || vacuum || force { throw ValidationError("--gzip, --vacuum and --force apply to folder and file backups, not to --repo.") }
         } else {
             guard paths.count >= 2 else { throw ValidationError("Give at least one source and a destination.") }
+            try repository.requireNoRepositoryOptions(with: "--repo or --config")
             if !tag.isEmpty || jobs != nil { throw ValidationError("--tag and --jobs apply with --repo or --config.") }
         }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more.") }

@@ -25,14 +25,13 @@ struct Demo: ParsableCommand {
     }
 
     func show() throws {
-        let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("litectl-demo-\(ProcessInfo.processInfo.processIdentifier)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let scratch = try ScratchFolder(purpose: "demo", kept: keep)
+        let folder = scratch.path
         let talks = !voice.quiet && !voice.json
         var failed = false
         defer {
             if keep && !voice.quiet { printOut(""); printOut("(sample databases kept in \(folder))") }
-            if !keep { try? FileManager.default.removeItem(atPath: folder) }
+            scratch.remove()
         }
         let paths = try SampleDatabases.create(in: folder)
         if talks { printOut("Sample databases in \(folder): \(paths.map { ($0 as NSString).lastPathComponent }.joined(separator: ", "))") }
@@ -63,6 +62,8 @@ struct Demo: ParsableCommand {
             }
             var status: Int32 = 0
             do {
+                // Each step is a run of its own, with its own protected set.
+                WriteGate.shared.reset()
                 var command = try Litectl.parseAsRoot(arguments)
                 try command.run()
             } catch let code as ExitCode {

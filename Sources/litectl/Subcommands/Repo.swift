@@ -47,8 +47,10 @@ struct RepoInit: ParsableCommand {
         TemporaryFiles.installSignalCleanup()
         do {
             let store = try options.store(url: url, quiet: voice.quiet)
+            let secret = try options.secret()
+            try Repository.requireKeyOutside(store, secret)
             if let folder = store as? FolderStore { try folder.createRoot() }
-            let repository = try Repository.initialize(store, secret: try options.secret())
+            let repository = try Repository.initialize(store, secret: secret)
             if voice.json {
                 printExact(JSON.object([("repository", .string(url)), ("id", .string(repository.id)),
                                       ("encrypted", .bool(repository.encrypted))]).compact)

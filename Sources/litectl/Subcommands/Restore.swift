@@ -86,6 +86,7 @@ struct Restore: ParsableCommand {
     func validate() throws {
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
         if quick && verify != nil { throw ValidationError("--quick is --verify quick: give one of them.") }
+        if !repository.isGiven { try repository.requireNoRepositoryOptions() }
     }
 
     func run() throws {

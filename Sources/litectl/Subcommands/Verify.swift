@@ -67,6 +67,7 @@ struct Verify: ParsableCommand {
         } else {
             if backups.isEmpty { throw ValidationError("Give backup files, manifests or folders (or --repo).") }
             if readData || readDataSubset != nil { throw ValidationError("--read-data applies with --repo.") }
+            try repository.requireNoRepositoryOptions()
         }
     }
 

@@ -1,4 +1,5 @@
-// A folder of files that appears under its final name complete or not at all:
+// A folder of files that appears under its final name complete or not at all
+// (a dump folder):
 // written as a hidden `.<name>.tmp-<pid>-<n>` folder beside it, every file and
 // the folder fsynced, then renamed into place (an existing folder, with
 // --force, is swapped out atomically with renameat2(RENAME_EXCHANGE) where the
@@ -10,18 +11,23 @@ import Glibc
 import Darwin
 #endif
 
-final class DumpFolder {
+final class StagedFolder {
     /// The folder as the user named it.
     let finalPath: String
     /// The hidden folder the files are written in.
     let path: String
     private var committed = false
     let filePermissions: mode_t
+    /// Whether a plain file of that name is one this kind of folder holds
+    /// (a dump's `schema.sql`, `*.csv`, `*.jsonl`): only such files are ever
+    /// removed from an old folder it replaces.
+    let isOwnFile: @Sendable (String) -> Bool
 
     /// Checks `finalPath` (a missing name, or an empty folder; with `replace`,
-    /// a folder of a dump's files only), removes what killed runs left beside it, and makes the
-    /// hidden folder.
-    init(finalPath: String, replace: Bool) throws {
+    /// a folder holding only plain files `isOwnFile` accepts), asks the write
+    /// gate, removes what killed runs left beside it, and makes the hidden folder.
+    init(finalPath: String, replace: Bool, isOwnFile: @escaping @Sendable (String) -> Bool) throws {
+        self.isOwnFile = isOwnFile
         var trimmed = finalPath
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
         self.finalPath = trimmed
@@ -34,21 +40,31 @@ final class DumpFolder {
             guard DurableFolder.isFolder(trimmed) else {
                 throw DatabaseError(code: .cantopen, message: "exists and is not a folder", path: finalPath)
             }
-            if !replace && !DumpFolder.isEmptyFolder(trimmed) {
+            if !replace && !StagedFolder.isEmptyFolder(trimmed) {
                 throw DatabaseError(code: .cantopen, message: "exists and is not empty; not overwritten (--force replaces it)", path: finalPath)
             }
-            if replace, let other = DumpFolder.firstForeignEntry(trimmed) {
+            if replace, let other = StagedFolder.firstForeignEntry(trimmed, isOwnFile: isOwnFile) {
                 throw DatabaseError(code: .cantopen,
                                     message: "holds \(other.replacingNewlines()), which a dump does not write; not replaced (--force replaces only a dump's folder)",
                                     path: finalPath)
             }
+            // Each file it holds is replaced: none may be protected.
+            for name in StagedFolder.names(in: trimmed) {
+                try WriteGate.shared.requireWritable(trimmed + "/" + name, what: "a file of the folder", replacing: .always)
+            }
         }
-        DumpFolder.removeStale(in: parent, stem: base)
+        try WriteGate.shared.requireWritable(folder: trimmed)
+        StagedFolder.removeStale(in: parent, stem: base)
         filePermissions = DurableFolder.newFilePermissions
         var made: String? = nil
         for _ in 0..<10 {
             let candidate = (parent == "/" ? "" : parent) + "/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            if mkdir(candidate, 0o777) == 0 { made = candidate; break }
+            if mkdir(candidate, 0o777) == 0 {
+                made = candidate
+                WriteGate.shared.own(candidate)
+                WriteGate.shared.own(folder: candidate)
+                break
+            }
             if errno != EEXIST {
                 throw DatabaseError(code: .cantopen, message: "cannot create a folder: \(String(cString: strerror(errno)))", path: parent)
             }
@@ -86,11 +102,11 @@ final class DumpFolder {
     /// fsyncs the hidden folder and gives it the final name.
     func commit() throws {
         try DurableFolder.sync(parentOf: path + "/x")
-        if DurableFolder.exists(finalPath) && !DumpFolder.isEmptyFolder(finalPath) {
-            if DumpFolder.exchange(path, finalPath) {
+        if DurableFolder.exists(finalPath) && !StagedFolder.isEmptyFolder(finalPath) {
+            if StagedFolder.exchange(path, finalPath) {
                 // The old content now sits under the hidden name.
                 committed = true
-                DumpFolder.removeTree(path)
+                StagedFolder.removeTree(path)
             } else {
                 // No atomic exchange here: move the old folder aside under a
                 // hidden name a later run removes, then rename.
@@ -104,7 +120,7 @@ final class DumpFolder {
                     throw DatabaseError(code: .ioerr, message: "cannot rename into place: \(String(cString: strerror(err)))", path: finalPath)
                 }
                 committed = true
-                DumpFolder.removeTree(aside)
+                StagedFolder.removeTree(aside)
             }
         } else {
             // rename(2) replaces an empty folder, and makes a missing name appear whole.
@@ -120,7 +136,7 @@ final class DumpFolder {
     func discard() {
         guard !committed else { return }
         committed = true
-        DumpFolder.removeTree(path)
+        StagedFolder.removeTree(path)
     }
 
     static func isEmptyFolder(_ path: String) -> Bool {
@@ -139,7 +155,7 @@ final class DumpFolder {
     /// by file afterwards, which a subfolder would stop (leaving it hidden
     /// beside the new one for good), and a folder of other things (a home
     /// folder named by mistake) is not the user's dump to throw away.
-    static func firstForeignEntry(_ path: String) -> String? {
+    static func firstForeignEntry(_ path: String, isOwnFile: (String) -> Bool) -> String? {
         guard let dir = opendir(path) else { return path }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
@@ -148,7 +164,7 @@ final class DumpFolder {
             var info = stat()
             let plainFile = lstat(path + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
             if !plainFile { return "\(name) (not a plain file)" }
-            if name != "schema.sql" && RowFileFormat.of(path: name) == nil { return name }
+            if !isOwnFile(name) { return name }
         }
         return nil
     }
@@ -159,18 +175,31 @@ final class DumpFolder {
         }
     }
 
-    /// Removes a folder of plain files (what a dump writes) and the folder.
-    static func removeTree(_ path: String) {
-        if let dir = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = entryName(entry)
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(dir)
-            for name in names { unlink(path + "/" + name) }
+    /// The names in the folder `path` (without `.` and `..`).
+    static func names(in path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = entryName(entry)
+            if name != "." && name != ".." { names.append(name) }
         }
-        rmdir(path)
+        return names
+    }
+
+    /// Removes a folder of plain files (what a dump writes) and the folder:
+    /// never through a link (the folder is opened with O_NOFOLLOW, a link in
+    /// it is removed as a link), and each removal asked of the write gate.
+    static func removeTree(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        for name in names(in: path) where WriteGate.shared.allows(path + "/" + name) {
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) != S_IFDIR else { continue }
+            unlinkat(fd, name, 0)
+        }
+        if WriteGate.shared.allows(path) { rmdir(path) }
     }
 
     /// Removes hidden `.<stem>.tmp-<pid>-<n>` folders in `folder` whose process is gone.
