@@ -474,8 +474,14 @@ import TestSupport
         var times: [Double] = []
         var t = now - 10 * 86_400 - 365 * 86_400
         while t < now - 10 * 86_400 { times.append(t); t += 7 * 3_600 }
+        // Named as litectl names folder backups: retention removes nothing else.
+        let stamp = DateFormatter()
+        stamp.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        stamp.timeZone = TimeZone(identifier: "UTC")
+        stamp.locale = Locale(identifier: "en_US_POSIX")
+        func oldName(_ i: Int) -> String { "app-\(stamp.string(from: Date(timeIntervalSince1970: times[i]))).db" }
         for (i, time) in times.enumerated() {
-            let name = "app-old\(i).db"
+            let name = oldName(i)
             try "x".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
             let json = template.replacingOccurrences(of: real, with: name)
                 .replacing(#/"started_at_unix": [0-9.e+]+/#, with: "\"started_at_unix\": \(time)")
@@ -495,14 +501,16 @@ import TestSupport
         let result = try litectl("backup", "-v", "--keep-last", "3", "--keep-daily", "7", "--keep-weekly", "5",
                                  "--keep-monthly", "12", db, out)
         #expect(result.status == 0, "\(result.stderr)")
-        let newest = try #require(try visible(out).first { $0.hasPrefix("app-2") && $0.hasSuffix(".db") && $0 != real })
+        let newest = try #require(try visible(out).first {
+            $0.hasPrefix("app-2") && $0.hasSuffix(".db") && $0 != real && !(0..<times.count).map(oldName).contains($0)
+        })
 
         // The oracle: Foundation's calendar (UTC, ISO weeks), newest backup per
         // bucket for the N newest buckets of each rule, union of the rules.
         var calendar = Calendar(identifier: .iso8601)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let all: [(String, Double)] = [(real, (try manifest(out + "/" + real + ".json"))["started_at_unix"] as! Double)]
-            + times.enumerated().map { ("app-old\($0.offset).db", $0.element) } + [(newest, now)]
+            + times.enumerated().map { (oldName($0.offset), $0.element) } + [(newest, now)]
         let newestFirst = all.sorted { $0.1 > $1.1 }
         func keep(_ n: Int, _ bucket: (Date) -> [Int]) -> Set<String> {
             var seen: [[Int]] = [], kept = Set<String>()

@@ -505,20 +505,24 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         let store = FolderStore(path: repo.url)
         // A live exclusive lock (this test process) makes a backup wait, then fail clearly.
         let live = #"{"hostname":"\#(RepoLock.hostname)","pid":\#(getpid()),"time_unix":\#(Date().timeIntervalSince1970),"exclusive":true,"command":"prune"} x"#
-        try store.put("locks/live", Array(live.utf8))
+        // Named as litectl names locks (64 hex digits): nothing else under locks/ is a lock.
+        let liveKey = "locks/" + String(repeating: "a", count: 64), staleKey = "locks/" + String(repeating: "b", count: 64)
+        try store.put(liveKey, Array(live.utf8))
         var r = try repo.run(["backup", app, "--timeout", "1"])
         #expect(r.status == 2 && r.stderr.contains("locked") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
         r = try repo.run(["unlock"])
         #expect(try store.list(prefix: "locks/").count == 1, "unlock keeps a live lock")
-        try store.delete("locks/live")
+        try store.delete(liveKey)
         // A stale one (a process that is gone) is ignored with a warning, and unlock removes it.
         let stale = #"{"hostname":"\#(RepoLock.hostname)","pid":999999,"time_unix":\#(Date().timeIntervalSince1970),"exclusive":true,"command":"prune"} x"#
-        try store.put("locks/stale", Array(stale.utf8))
+        try store.put(staleKey, Array(stale.utf8))
+        // A file under locks/ that litectl did not name is no lock: never read as one, never removed.
+        try store.put("locks/notes", Array("not a lock".utf8))
         r = try repo.run(["prune"])
         #expect(r.status == 0 && r.stderr.contains("stale"), "\(r.stderr)")
         r = try repo.run(["unlock", "-v"])
-        #expect(r.status == 0 && r.stdout.contains("removed locks/stale"))
-        #expect(try store.list(prefix: "locks/").isEmpty)
+        #expect(r.status == 0 && r.stdout.contains("removed \(staleKey)") && !r.stdout.contains("notes"), "\(r.stdout)")
+        #expect(try store.list(prefix: "locks/").map(\.key) == ["locks/notes"])
     }
 
     /// A corrupt source makes no snapshot: exit 2, one line, the repository

@@ -50,6 +50,10 @@ public struct ProcessResult: Sendable {
     public var stdout: String
     public var stderr: String
     public var stdoutBytes: [UInt8]
+
+    public init(status: Int32, stdout: String, stderr: String, stdoutBytes: [UInt8]) {
+        self.status = status; self.stdout = stdout; self.stderr = stderr; self.stdoutBytes = stdoutBytes
+    }
 }
 
 /// Runs `executable` with `arguments`, feeding `input` on stdin, and waits.
