@@ -180,6 +180,30 @@ import TestSupport
         #expect(FileManager.default.fileExists(atPath: folder.file("app.db.json")), "a manifest that is not a backup's is not retention's")
     }
 
+    /// A cache or scratch folder pointed inside the repository (LITECTL_CACHE_DIR,
+    /// TMPDIR) never adds a file or folder to it: the cache is skipped, a scratch
+    /// file refused.
+    @Test func aCacheOrScratchFolderInsideTheRepositoryWritesNothingThere() throws {
+        let folder = try TemporaryFolder("gate-cache")
+        let app = folder.file("app.db"), repo = folder.file("repo")
+        try makeApp(app)
+        #expect(try litectl("repo", "init", repo).status == 0)
+        #expect(try litectl("backup", app, "--repo", repo).status == 0)
+        let before = Set(try FileManager.default.subpathsOfDirectory(atPath: repo).filter { !$0.hasPrefix("locks") })
+        try makeDatabase(app, "INSERT INTO t(v) VALUES ('c');")
+        for (name, value) in [("LITECTL_CACHE_DIR", repo + "/packs/cache"), ("TMPDIR", repo + "/index")] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: litectlBinary)
+            process.arguments = ["backup", app, "--repo", repo]
+            process.environment = ProcessInfo.processInfo.environment.merging([name: value]) { $1 }
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            let added = Set(try FileManager.default.subpathsOfDirectory(atPath: repo)).subtracting(before)
+            #expect(!added.contains { $0.contains("cache") || $0.contains(".tmp-") || $0.contains(".litectl-") }, "\(name): \(added)")
+        }
+    }
+
     @Test func aBackupFoldersLockFileIsNeverALink() throws {
         let folder = try TemporaryFolder("gate-lock")
         let app = folder.file("app.db")

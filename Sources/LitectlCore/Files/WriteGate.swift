@@ -151,7 +151,7 @@ public final class WriteGate: @unchecked Sendable {
     /// token is returned when the gate is not active too (it then guards
     /// nothing).
     public func protect(tree folder: String, what: String, kind: TreeKind) -> Tree {
-        let resolved = SameFileRule.resolvedExistingPath(folder) ?? SameFileRule.resolvedMissingPath(folder)
+        let resolved = SameFileRule.resolvedExistingPath(folder) ?? Self.resolvedThroughAncestors(folder)
             ?? DurableFolder.absolute(folder)
         return state.withLock { s in
             // Every store over one repository folder (and every backup run
@@ -259,7 +259,7 @@ public final class WriteGate: @unchecked Sendable {
         // What a rename replaces is the name itself (a link is replaced, not
         // followed); what a write through the name reaches is its target.
         // Both are compared.
-        let lexical = SameFileRule.resolvedMissingPath(path)
+        let lexical = Self.resolvedThroughAncestors(path)
         let followed = SameFileRule.resolvedExistingPath(path)
         let identity = FileIdentity(path)
         let names = [lexical, followed].compactMap { $0 }
@@ -302,7 +302,7 @@ public final class WriteGate: @unchecked Sendable {
     public func protectedRole(of path: String) -> String? {
         let files = state.withLock { $0.active ? $0.files : [] }
         let identity = FileIdentity(path)
-        let names = [SameFileRule.resolvedMissingPath(path), SameFileRule.resolvedExistingPath(path)].compactMap { $0 }
+        let names = [Self.resolvedThroughAncestors(path), SameFileRule.resolvedExistingPath(path)].compactMap { $0 }
         return files.first { entry in
             (identity != nil && identity == entry.identity) || names.contains { Array($0.utf8) == Array(entry.resolved.utf8) }
         }?.what
@@ -311,7 +311,25 @@ public final class WriteGate: @unchecked Sendable {
     // MARK: Helpers
 
     static func resolved(_ path: String) -> String? {
-        SameFileRule.resolvedExistingPath(path) ?? SameFileRule.resolvedMissingPath(path)
+        SameFileRule.resolvedExistingPath(path) ?? resolvedThroughAncestors(path)
+    }
+
+    /// `path` with its nearest existing folder's links resolved and the rest
+    /// (which does not exist yet: folders a write would make) appended by
+    /// name; the last component itself is never followed (a rename replaces
+    /// a link, it does not write through it).
+    static func resolvedThroughAncestors(_ path: String) -> String? {
+        var rest: [String] = [DurableFolder.baseName(of: path)]
+        var folder = DurableFolder.parent(of: path)
+        while true {
+            if let resolved = SameFileRule.resolvedExistingPath(folder) {
+                let joined = ([resolved == "/" ? "" : resolved] + rest.reversed()).joined(separator: "/")
+                return DurableFolder.normalized(joined)
+            }
+            if folder == "/" || folder == "." || folder.isEmpty { return nil }
+            rest.append(DurableFolder.baseName(of: folder))
+            folder = DurableFolder.parent(of: folder)
+        }
     }
 
     static func entry(_ path: String, what: String) -> Entry {
