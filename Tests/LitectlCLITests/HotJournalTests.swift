@@ -179,8 +179,10 @@ struct CrashedApp {
             #expect(itself.stderr.components(separatedBy: "rollback journal is hot").count == 2,
                     "one copy serves both sides: \(itself.stderr)")
         case .report:
-            _ = try run("report", "app.db", "-o", "out/report.html")
+            // Its check and its statistics read at once, on two connections: one copy serves both.
+            let reported = try run("report", "-v", "app.db", "-o", "out/report.html")
             #expect(FileManager.default.fileExists(atPath: out + "/report.html"))
+            #expect(reported.stderr.components(separatedBy: "rollback journal is hot").count == 2, "\(reported.stderr)")
         case .backup:
             _ = try run("backup", "app.db", "out")
             let backups = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix(".db") }

@@ -168,19 +168,24 @@ public final class Connection {
         var error = firstError
         for _ in 0..<3 {
             if let handle { sqlite3_close_v2(handle); self.handle = nil }
-            // Another connection of this process to the file: its SQLite's
-            // POSIX locks would go with any descriptor of ours that closes.
-            let alone = openedFile.map { id in Connection.openFiles.withLock { $0[id, default: 0] <= 1 } } ?? true
-            if let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayOpenSource: alone) {
-                try openFile(path: copy.path, mode: .readOnly, busyTimeout: busyTimeout, immutable: false)
-                rolledBack = copy
+            // This connection holds nothing of the file now. Another one of
+            // this process may: its SQLite's POSIX locks would go with any
+            // descriptor of the file that closes.
+            forgetOpenedFile()
+            let alone = FileIdentity(path).map { id in Connection.openFiles.withLock { $0[id, default: 0] == 0 } } ?? true
+            if let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: alone) {
                 // From now on this connection holds the copy open, not the file.
-                forgetOpenedFile()
                 if let identity = FileIdentity(copy.path) {
                     openedFile = identity
                     Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
                 }
+                try openFile(path: copy.path, mode: .readOnly, busyTimeout: busyTimeout, immutable: false)
+                rolledBack = copy
                 return
+            }
+            if let identity = FileIdentity(path) {
+                openedFile = identity
+                Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
             }
             do {
                 try openFile(path: path, mode: .readOnly, busyTimeout: busyTimeout, immutable: false)
@@ -198,7 +203,7 @@ public final class Connection {
     /// longer hot (attach the file itself).
     public func committedCopyForAttach(_ path: String) throws -> String? {
         let alone = FileIdentity(path).map { id in Connection.openFiles.withLock { $0[id, default: 0] == 0 } } ?? true
-        guard let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayOpenSource: alone) else { return nil }
+        guard let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: alone) else { return nil }
         attachedCopies.append(copy)
         return copy.path
     }

@@ -137,6 +137,21 @@ public enum HotJournal {
     private static let making = Locked<Int>(0)
     private static let observer = Locked<(@Sendable (HotJournalCopy) -> Void)?>(nil)
     private static let signalCleanup: Void = TemporaryFiles.installSignalCleanup()
+    /// The last copy made stays until the next one or the end of the process,
+    /// so that a command that opens the file again (`report`, `migrate
+    /// --dry-run`) reads the same copy instead of making another.
+    private static let lastMade = Locked<RolledBackCopy?>(nil)
+    private static let releaseAtExit: Void = { atexit { HotJournal.releaseLastMade() } }()
+
+    /// Lets go of the copy kept for later connections (its files go once no
+    /// connection reads it). Called at exit.
+    static func releaseLastMade() {
+        let copy = lastMade.withLock { kept -> RolledBackCopy? in
+            defer { kept = nil }
+            return kept
+        }
+        _ = copy
+    }
 
     /// Tells `observer` of each copy made from now on (nil: no one): the
     /// executable prints the `-v` note with it.
@@ -149,29 +164,29 @@ public enum HotJournal {
     /// process rolled it back, or a writer holds RESERVED and it is that
     /// writer's live journal) and the file can be read as it is.
     ///
-    /// `mayOpenSource` is false when another connection of this process has the
-    /// file open: opening and closing a descriptor of it would drop the POSIX
-    /// locks that connection's SQLite holds. Only a copy already made can then
-    /// be used; otherwise the error says why.
-    static func committedCopy(of path: String, busyTimeout: Int, mayOpenSource: Bool) throws -> RolledBackCopy? {
+    /// `mayCloseSource` is false when another connection of this process has
+    /// the file open: closing a descriptor of it would drop the POSIX locks
+    /// that connection's SQLite may hold (a read transaction begun before the
+    /// journal turned hot). The descriptor litectl opened on the file then
+    /// stays open, unlocked, until the process ends, as SQLite keeps its own
+    /// in that case.
+    static func committedCopy(of path: String, busyTimeout: Int, mayCloseSource: Bool) throws -> RolledBackCopy? {
         let made: Result<RolledBackCopy?, any Error> = making.withLock { _ in
-            Result { try makeCommittedCopy(of: path, busyTimeout: busyTimeout, mayOpenSource: mayOpenSource) }
+            Result { try makeCommittedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: mayCloseSource) }
         }
         return try made.get()
     }
 
-    private static func makeCommittedCopy(of path: String, busyTimeout: Int, mayOpenSource: Bool) throws -> RolledBackCopy? {
+    /// Descriptors of databases that could not be closed (`mayCloseSource`).
+    private static let keptOpen = Locked<[Int32]>([])
+
+    private static func makeCommittedCopy(of path: String, busyTimeout: Int, mayCloseSource: Bool) throws -> RolledBackCopy? {
         // SQLite resolves symbolic links and looks for the journal beside the file itself.
         let resolved = resolvedPath(path)
         let journalPath = resolved + "-journal"
         if let stamp = stamp(database: resolved, journal: journalPath),
            let copy = live.withLock({ $0[stamp]?.copy }) {
             return copy
-        }
-        guard mayOpenSource else {
-            throw DatabaseError(code: .readonlyRollback,
-                                message: "the rollback journal is hot (a writer stopped inside a transaction), and another connection of this process reads the file: its last committed state cannot be copied now; run the command again",
-                                path: path)
         }
         let folder = TemporaryFiles.folder(nil)
         TemporaryFiles.removeStale(in: folder, stem: stem)
@@ -180,7 +195,9 @@ public enum HotJournal {
         signalCleanup
 
         let database = try openSource(path, as: path)
-        defer { close(database.fd) }
+        defer {
+            if mayCloseSource { close(database.fd) } else { keptOpen.withLock { $0.append(database.fd) } }
+        }
         try lockShared(database.fd, path: path, busyTimeout: busyTimeout)
         defer { unlock(database.fd) }
 
@@ -269,6 +286,12 @@ public enum HotJournal {
             table = table.filter { $0.value.copy != nil }
             table[stamp] = Live(copy: made)
         }
+        releaseAtExit
+        let previous = lastMade.withLock { kept -> RolledBackCopy? in
+            defer { kept = made }
+            return kept
+        }
+        _ = previous  // released here, outside the lock
         if let observer = observer.withLock({ $0 }) { observer(info) }
         return made
     }
