@@ -393,6 +393,25 @@ struct CrashedApp {
         try app.expectUntouched("SIGTERM")
     }
 
+    /// A FIFO named like the journal (SQLite never makes one): refused at
+    /// once with one line, never waited on. (SQLite opens the journal to see
+    /// whether it is hot, and the open of a FIFO blocks until a writer comes:
+    /// every command hung on it, in WAL mode too.)
+    @Test(arguments: ["DELETE", "WAL"])
+    func aFIFONamedLikeTheJournalIsRefusedNotWaitedOn(mode: String) throws {
+        let suffix = "-journal"
+        let folder = try TemporaryFolder("fifo")
+        let db = folder.file("x.db")
+        try makeDatabase(db, "PRAGMA journal_mode=\(mode); CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        #expect(mkfifo(db + suffix, 0o600) == 0)
+        for arguments in [["info", "x.db"], ["check", "x.db"], ["backup", "x.db", "bk.db"], ["query", "--attach", "a=x.db", "SELECT 1"]] {
+            // SIGKILL: the test process may run (and so its children) with SIGTERM blocked.
+            let result = try runProcess("/usr/bin/timeout", ["-s", "KILL", "20", litectlBinary] + arguments, currentDirectory: folder.path)
+            #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("its \(suffix) file \(folder.file("x.db" + suffix)) is a FIFO"), "\(result.stderr)")
+        }
+    }
+
     /// A $TMPDIR without room for the copy (here a file-size limit): exit 2,
     /// a message that says what is needed, and nothing left.
     @Test func noRoomForTheCopyIsSaidAndLeavesNothing() throws {
