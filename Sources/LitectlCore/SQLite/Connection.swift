@@ -208,11 +208,6 @@ public final class Connection {
         return copy.path
     }
 
-    /// What the private copy of an attached database (`committedCopyForAttach`) was made from.
-    public func hotJournal(ofAttached copyPath: String) -> HotJournalCopy? {
-        attachedCopies.first { $0.path == copyPath }?.info
-    }
-
     /// Counts this connection's file as no longer held open by it.
     private func forgetOpenedFile() {
         guard let identity = openedFile else { return }
