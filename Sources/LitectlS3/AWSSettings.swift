@@ -77,10 +77,20 @@ public enum AWSSettings {
                              message: "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give a profile (AWS_PROFILE, --profile) in \(credentialsFile) or \(configFile)")
         }
         let region = options.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? setting("region") ?? "us-east-1"
+        let endpointSource = options.endpoint != nil ? "--endpoint" : env("AWS_ENDPOINT_URL_S3") != nil ? "AWS_ENDPOINT_URL_S3"
+            : env("AWS_ENDPOINT_URL") != nil ? "AWS_ENDPOINT_URL" : "endpoint_url of profile \(profile)"
         var endpoint = options.endpoint ?? env("AWS_ENDPOINT_URL_S3") ?? env("AWS_ENDPOINT_URL") ?? setting("endpoint_url")
         if let e = endpoint {
+            // Credentials in the URL would be printed in every error that
+            // names the endpoint: refused, and the URL named with them masked.
+            if let problem = URLRedaction.credentialProblem(e) {
+                throw StoreError(.other, location: endpointSource, message: problem)
+            }
             guard e.hasPrefix("http://") || e.hasPrefix("https://"), URL(string: e)?.host != nil else {
-                throw StoreError(.other, location: e, message: "not an endpoint URL (give http://HOST:PORT or https://HOST)")
+                throw StoreError(.other, location: URLRedaction.redacted(e), message: "not an endpoint URL (give http://HOST:PORT or https://HOST)")
+            }
+            guard URL(string: e)?.query == nil, URL(string: e)?.fragment == nil else {
+                throw StoreError(.other, location: URLRedaction.redacted(e), message: "an endpoint URL takes no query string or fragment (give http://HOST:PORT or https://HOST)")
             }
             while endpoint!.hasSuffix("/") { endpoint!.removeLast() }
         }

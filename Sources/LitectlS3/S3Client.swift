@@ -97,7 +97,8 @@ public final class S3Client: @unchecked Sendable {
         let isTLS = endpoint.hasPrefix("https")
         let defaultPort = isTLS ? 443 : 80
         hostHeader = (url?.host ?? "") + (url?.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
-        self.endpoint = S3Failure.Endpoint(url: endpoint, host: url?.host ?? "", port: url?.port ?? defaultPort,
+        // Messages name the endpoint: never with credentials (which AWSSettings refuses anyway).
+        self.endpoint = S3Failure.Endpoint(url: URLRedaction.redacted(endpoint), host: url?.host ?? "", port: url?.port ?? defaultPort,
                                            isTLS: isTLS, caBundle: settings.caBundle)
         http = Self.http(caBundle: settings.caBundle)
     }
@@ -167,7 +168,7 @@ public final class S3Client: @unchecked Sendable {
             response = try http.execute(request: request, deadline: .now() + .milliseconds(Int64(tuning.requestTimeout * 1000))).wait()
         } catch {
             let failure = S3Failure.of(error, endpoint: endpoint)
-            let location = failure.aboutEndpoint ? baseURL : what
+            let location = failure.aboutEndpoint ? endpoint.url : what
             guard failure.isRetried(answeredBefore: hasAnswered) else {
                 throw StoreError(.unavailable, location: location, message: failure.text)
             }

@@ -9,12 +9,13 @@ public final class S3ObjectStore: ObjectStore, @unchecked Sendable {
 
     /// Parses `s3://BUCKET[/PREFIX]`.
     public static func parse(_ url: String) throws -> (bucket: String, prefix: String) {
-        guard url.hasPrefix("s3://") else { throw StoreError(.other, location: url, message: "not an s3:// URL") }
+        guard url.hasPrefix("s3://") else { throw StoreError(.other, location: URLRedaction.redacted(url), message: "not an s3:// URL") }
+        if let problem = URLRedaction.credentialProblem(url) { throw StoreError(.other, location: "repository URL", message: problem) }
         let rest = url.dropFirst(5)
         let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let bucket = String(parts[0])
         guard (3...63).contains(bucket.count), bucket.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "-" || $0 == "." }) else {
-            throw StoreError(.other, location: url, message: "not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens): give s3://BUCKET/PREFIX")
+            throw StoreError(.other, location: URLRedaction.redacted(url), message: "not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens): give s3://BUCKET/PREFIX")
         }
         var prefix = parts.count > 1 ? String(parts[1]) : ""
         while prefix.hasSuffix("/") { prefix.removeLast() }

@@ -84,8 +84,30 @@ public final class AttachedSession {
                 path: path)
         }
         try FileCheck.requireDatabaseFile(path, writable: writable)
-        let uri = Connection.fileURI(path) + "?mode=" + (writable ? "rw" : "ro")
         connection.watchAttachedFile(path, readOnly: !writable)
+        do {
+            try attachFile(path, as: alias, path: path)
+        } catch let error as DatabaseError where !writable && error.code == .readonlyRollback {
+            // A hot journal: its last committed state, from a private copy
+            // rolled back by SQLite (see HotJournal), as a read-only open reads it.
+            do {
+                guard let copy = try connection.committedCopyForAttach(path) else {
+                    try attachFile(path, as: alias, path: path)
+                    givenPaths[alias] = path
+                    return
+                }
+                try attachFile(copy, as: alias, path: path)
+            } catch let error as DatabaseError {
+                throw Self.attachFailure(error, path: path)
+            }
+        }
+        givenPaths[alias] = path
+    }
+
+    /// ATTACH of `file` (the database at `path`, or the private copy of its
+    /// committed state), then a first read of its schema. Detached again when that read fails.
+    private func attachFile(_ file: String, as alias: String, path: String) throws {
+        let uri = Connection.fileURI(file) + "?mode=" + (writable ? "rw" : "ro")
         do {
             let statement = try connection.prepare("ATTACH ?1 AS \(quoteIdentifier(alias))")
             try statement.bind(.text(uri), at: 1)
@@ -98,9 +120,8 @@ public final class AttachedSession {
             _ = try connection.scalar("SELECT 1 FROM \(quoteIdentifier(alias)).sqlite_schema LIMIT 1")
         } catch let error as DatabaseError {
             try? connection.execute("DETACH \(quoteIdentifier(alias))")
-            throw Self.attachFailure(error, path: path)
+            throw error.code == .readonlyRollback ? error : Self.attachFailure(error, path: path)
         }
-        givenPaths[alias] = path
     }
 
     /// `error` from attaching `path`, worded as `Connection` words open failures.

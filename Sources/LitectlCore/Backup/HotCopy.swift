@@ -22,6 +22,11 @@ public enum CopyStrategy: String, Sendable {
     case lockedSnapshot = "locked-snapshot"
     /// `VACUUM INTO`: a compacted copy, made in one read transaction.
     case vacuumInto = "vacuum-into"
+    /// Rollback source whose journal was hot (an application stopped inside a
+    /// write transaction): its last committed state, read from a private copy
+    /// of the file and its journal that SQLite rolled back (see HotJournal);
+    /// the source was not written.
+    case rolledBackCopy = "rolled-back-copy"
 }
 
 
@@ -128,8 +133,9 @@ public enum HotCopy {
                 try statement.bind(.text(Array(Connection.fileURI(destination).utf8)), at: 1)
                 _ = try statement.step()
             }
-            let blocked = journalMode == "wal" ? 0 : Clock.now() - started
-            return HotCopyResult(strategy: .vacuumInto, restarts: 0, journalMode: journalMode, writersBlockedSeconds: blocked)
+            let blocked = journalMode == "wal" || source.hotJournal != nil ? 0 : Clock.now() - started
+            return HotCopyResult(strategy: source.hotJournal != nil ? .rolledBackCopy : .vacuumInto, restarts: 0,
+                                 journalMode: journalMode, writersBlockedSeconds: blocked)
         }
 
         // The backup API reads each page once: a page cache of 256 KiB (SQLite's
@@ -162,7 +168,8 @@ public enum HotCopy {
         defer { if !finished { sqlite3_backup_finish(backup) } }
 
         var restarts = 0
-        var strategy: CopyStrategy = journalMode == "wal" ? .walSnapshot : .steps
+        // A source whose journal was hot is read from a private copy nobody else writes.
+        var strategy: CopyStrategy = source.hotJournal != nil ? .rolledBackCopy : journalMode == "wal" ? .walSnapshot : .steps
         var lockedSince: Double?
         var inTransaction = false
         defer { if inTransaction { try? source.execute("ROLLBACK") } }

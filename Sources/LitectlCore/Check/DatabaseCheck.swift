@@ -77,6 +77,7 @@ public enum DatabaseCheck {
         try? connection.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
 
         var checker = Checker(connection: connection, options: options, path: path)
+        if let hot = connection.hotJournal { checker.hotJournal(hot) }
         do {
             try connection.readTransaction {
                 checker.run(fileSize: fileSize, walSize: walSize)
@@ -175,6 +176,22 @@ struct Checker {
                 fix: "PRAGMA wal_checkpoint(TRUNCATE);")
         }
         step(.expectation) { try $0.expectations() }
+    }
+
+    /// A warning for a database whose rollback journal is hot: the checks
+    /// below ran on its last committed state (a private copy rolled back);
+    /// the file itself holds a stopped writer's uncommitted pages until the
+    /// next read-write open rolls them back, which needs write access and,
+    /// from a backup's point of view, has not happened yet.
+    mutating func hotJournal(_ hot: HotJournalCopy) {
+        var text = "the rollback journal \(DurableFolder.baseName(of: hot.journal)) is hot: a writer stopped inside a transaction (crashed or killed)"
+        switch hot.superJournal {
+        case .none, .pending:
+            text += "; the file holds its uncommitted pages until a read-write open rolls them back (any application, or `sqlite3 DB 'PRAGMA quick_check'`); these checks ran on the last committed state, read from a private copy"
+        case .committed:
+            text += ", after its multi-file transaction committed (the super-journal is gone); a read-write open deletes the journal; these checks ran on the file as it stands"
+        }
+        add(.warning, .hotJournal, nil, text)
     }
 
     /// A warning for a file that holds no table or index: SQLite opens a

@@ -44,6 +44,10 @@ public enum CheckKind: String, Sendable, CaseIterable {
     case freelist
     /// The `-wal` file is larger than the database.
     case walSize = "wal-size"
+    /// The rollback journal is hot: a writer stopped inside a transaction, and
+    /// the file holds its uncommitted pages until a writer rolls it back (the
+    /// checks ran on the last committed state).
+    case hotJournal = "hot-journal"
     /// `--expect-user-version`, `--expect-application-id`, `--expect-journal-mode`.
     case expectation
 }

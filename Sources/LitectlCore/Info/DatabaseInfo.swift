@@ -90,6 +90,16 @@ public struct DatabaseInfo: Sendable {
                     "SELECT coalesce(sum(length(CAST(sql AS BLOB))), 0) FROM main.sqlite_schema")?.integerValue ?? 0,
                 sqliteLibraryVersion: Connection.sqliteVersion)
         }
+        // A hot journal: the header and size of the committed state read (the
+        // private copy; the file holds a stopped writer's pages).
+        if connection.hotJournal != nil {
+            let committed = try FileCheck.readPrefix(of: connection.readPath, count: DatabaseHeader.size)
+            info.header = committed.isEmpty ? nil : try DatabaseHeader(bytes: committed, path: path)
+            info.fileSize = FileCheck.size(of: connection.readPath) ?? 0
+            try connection.close()
+            info.walSize = walSize
+            return info
+        }
         try connection.close()
         info.fileSize = FileCheck.size(of: path) ?? 0
         info.walSize = walSize

@@ -79,7 +79,14 @@ public struct HostConfig: Sendable, Equatable {
         }
         var config = HostConfig(repository: repository.hasPrefix("s3://") ? repository : resolve(repository),
                                 databases: databases.map(resolve), jobs: max(1, ProcessInfo.processInfo.activeProcessorCount))
+        // Credentials in a URL would be printed with it: refused, named masked.
+        if let problem = URLRedaction.credentialProblem(repository), repository.contains("://") {
+            throw fail("repository \(problem)", key: "repository")
+        }
         config.endpoint = try string("endpoint")
+        if let endpoint = config.endpoint, let problem = URLRedaction.credentialProblem(endpoint) {
+            throw fail("endpoint \(problem)", key: "endpoint")
+        }
         config.region = try string("region")
         config.profile = try string("profile")
         config.keyFile = try string("key_file").map(resolve)

@@ -14,6 +14,16 @@ public enum OpenMode: Sendable {
     case create
 }
 
+/// What a read-only open does when the database's rollback journal is hot
+/// (an application stopped inside a write transaction; see HotJournal).
+public enum HotJournalRead: Sendable {
+    /// Read the last committed state from a private copy rolled back by SQLite.
+    case committedCopy
+    /// Fail with SQLITE_READONLY_ROLLBACK (for a caller that must see the
+    /// file itself, and for the copy's own rollback).
+    case fail
+}
+
 /// One connection to one database. It owns its `sqlite3*` handle; `deinit`
 /// closes it, `close()` closes it and reports statements left open.
 ///
@@ -32,6 +42,17 @@ public final class Connection {
     private var watches: [WALLeftovers.Watch] = []
     /// The file this connection holds open, counted in `openFiles`.
     private var openedFile: FileIdentity?
+    /// Set when the database's rollback journal was hot: this connection reads
+    /// a private copy of its last committed state (see HotJournal), which
+    /// `hotJournal` describes. The source and its journal were not written.
+    private var rolledBack: RolledBackCopy?
+    /// Private copies of attached databases whose journal was hot, kept while
+    /// the connection is open.
+    private var attachedCopies: [RolledBackCopy] = []
+    public var hotJournal: HotJournalCopy? { rolledBack?.info }
+    /// The file SQLite reads for `main`: `path`, or the private copy of its
+    /// committed state when its journal was hot.
+    public var readPath: String { rolledBack?.path ?? path }
 
     /// The files this process holds open through connections, by identity,
     /// with how many: a second connection to one of them skips the file
@@ -56,6 +77,10 @@ public final class Connection {
     ///
     /// The check of the file's shape (which opens it) is skipped for a file
     /// another connection of this process holds open (`openFiles`).
+    ///
+    /// A read-only open of a database whose rollback journal is hot reads its
+    /// last committed state from a private copy, rolled back by SQLite (see
+    /// HotJournal; `hotJournal` then says so), unless `hotJournal` is `.fail`.
     /// `checkFile: false` skips the whole check,
     /// for a second connection to a file this process already has open: the
     /// check opens and closes the file, and closing any descriptor of a file
@@ -65,7 +90,7 @@ public final class Connection {
     /// that lock does not keep the application's last close from
     /// checkpointing and deleting the -wal under it).
     public init(path: String, mode: OpenMode = .readOnly, busyTimeout: Int = Connection.defaultBusyTimeout,
-                immutable: Bool = false, checkFile: Bool = true) throws {
+                immutable: Bool = false, checkFile: Bool = true, hotJournal: HotJournalRead = .committedCopy) throws {
         self.path = path
         self.mode = mode
         // What the run reads is in its protected set (`WriteGate`): no output
@@ -89,7 +114,12 @@ public final class Connection {
         } else if mode != .create && checkFile {
             try FileCheck.requireDatabaseFile(path, writable: mode == .readWrite)
         }
-        do { try openFile(path: path, mode: mode, busyTimeout: busyTimeout, immutable: immutable) } catch {
+        do {
+            do { try openFile(path: path, mode: mode, busyTimeout: busyTimeout, immutable: immutable) } catch let error as DatabaseError
+                        where mode == .readOnly && !immutable && hotJournal == .committedCopy && error.code == .readonlyRollback {
+                try openCommittedState(busyTimeout: busyTimeout, firstError: error)
+            }
+        } catch {
             if let handle { sqlite3_close_v2(handle); self.handle = nil }
             forgetOpenedFile()
             throw error
@@ -131,6 +161,54 @@ public final class Connection {
             isImmutable = true
             try validateFormat(since: opening)
         }
+    }
+
+    /// Opens the last committed state of `path`, whose journal SQLite found
+    /// hot: a private copy rolled back (HotJournal), or the file itself when
+    /// the journal is no longer hot by the time its SHARED lock is held (it
+    /// was rolled back meanwhile, or a writer's RESERVED lock shows it live).
+    private func openCommittedState(busyTimeout: Int, firstError: DatabaseError) throws {
+        var error = firstError
+        for _ in 0..<3 {
+            if let handle { sqlite3_close_v2(handle); self.handle = nil }
+            // This connection holds nothing of the file now. Another one of
+            // this process may: its SQLite's POSIX locks would go with any
+            // descriptor of the file that closes.
+            forgetOpenedFile()
+            let alone = FileIdentity(path).map { id in Connection.openFiles.withLock { $0[id, default: 0] == 0 } } ?? true
+            if let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: alone) {
+                // From now on this connection holds the copy open, not the file.
+                if let identity = FileIdentity(copy.path) {
+                    openedFile = identity
+                    Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
+                }
+                try openFile(path: copy.path, mode: .readOnly, busyTimeout: busyTimeout, immutable: false)
+                rolledBack = copy
+                return
+            }
+            if let identity = FileIdentity(path) {
+                openedFile = identity
+                Connection.openFiles.withLock { $0[identity, default: 0] += 1 }
+            }
+            do {
+                try openFile(path: path, mode: .readOnly, busyTimeout: busyTimeout, immutable: false)
+                return
+            } catch let again as DatabaseError where again.code == .readonlyRollback {
+                error = again
+            }
+        }
+        throw error
+    }
+
+    /// The private copy of the committed state of `path`, a database this
+    /// connection is about to ATTACH read-only and whose journal SQLite found
+    /// hot; kept until the connection closes. nil when the journal is no
+    /// longer hot (attach the file itself).
+    public func committedCopyForAttach(_ path: String) throws -> String? {
+        let alone = FileIdentity(path).map { id in Connection.openFiles.withLock { $0[id, default: 0] == 0 } } ?? true
+        guard let copy = try HotJournal.committedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: alone) else { return nil }
+        attachedCopies.append(copy)
+        return copy.path
     }
 
     /// Counts this connection's file as no longer held open by it.
@@ -216,6 +294,14 @@ public final class Connection {
         if let handle { sqlite3_close_v2(handle) }
         forgetOpenedFile()
         endWatches()
+        releaseCopies()
+    }
+
+    /// Lets go of the private copies (their files go when no other connection
+    /// uses them). Only once SQLite has closed them.
+    private func releaseCopies() {
+        rolledBack = nil
+        attachedCopies = []
     }
 
     /// Watches a file this connection is about to ATTACH (read-only when
@@ -245,6 +331,7 @@ public final class Connection {
         // file stays open, and counted, until then (here: for good).
         if rc == SQLITE_OK { forgetOpenedFile() }
         endWatches(removing: rc == SQLITE_OK)
+        if rc == SQLITE_OK { releaseCopies() }
         if rc != SQLITE_OK {
             var open: [String] = []
             var statement = sqlite3_next_stmt(db, nil)

@@ -45,6 +45,11 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         return "database is locked by another process (gave up after waiting \(shown))"
     }
 
+    /// SQLITE_READONLY_ROLLBACK in words: a read-only connection met a hot
+    /// journal (read-only opens read the committed state instead, see
+    /// HotJournal; this is for a journal that turned hot while a command ran).
+    static let hotJournalMessage = "the rollback journal is hot (a writer stopped inside a transaction), and a read-only connection cannot roll it back: run the command again to read the last committed state, or open the database read-write once (any application, or sqlite3) to roll it back"
+
     /// The error the connection `db` holds right now.
     static func fromConnection(_ db: OpaquePointer?, code: Int32, path: String?, sql: String? = nil) -> DatabaseError {
         let extended = db.map { sqlite3_extended_errcode($0) } ?? code
@@ -52,6 +57,10 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
             ?? String(cString: sqlite3_errstr(code))
         // sqlite3_extended_errcode can lag behind for some APIs; keep the one we were given when they disagree.
         let chosen = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        if ResultCode(rawValue: chosen) == .readonlyRollback {
+            // SQLite's words ("attempt to write a readonly database") hide the cause.
+            return DatabaseError(code: .readonlyRollback, message: hotJournalMessage, path: path, sql: sql)
+        }
         return DatabaseError(code: ResultCode(rawValue: chosen), message: message, path: path, sql: sql)
     }
 }

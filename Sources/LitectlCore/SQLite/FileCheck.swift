@@ -39,11 +39,43 @@ enum FileCheck {
         if access(path, R_OK) != 0 {
             throw DatabaseError(code: .cantopen, message: "permission denied (file is not readable)", path: path)
         }
+        try requireRegularCompanions(path)
         if writable && access(path, W_OK) != 0 {
             throw DatabaseError(code: .readonly, message: "permission denied (file is not writable)", path: path)
         }
         if shape, whole, let problem = shapeProblem(path, size: Int64(info.st_size)) {
             throw DatabaseError(code: .notadb, message: problem, path: path)
+        }
+    }
+
+    /// Fails when the database's `-journal` exists and is not a regular file
+    /// (a FIFO, a device, a socket): SQLite opens it to see whether it is hot,
+    /// whatever the journal mode, and the open of a FIFO waits for a writer
+    /// forever. SQLite only ever makes a regular file there, so such a file
+    /// was put there by hand or by someone hostile. Looked at with stat(),
+    /// which never blocks, beside the file a symbolic link names (where
+    /// SQLite looks). (A FIFO `-wal` does not stop SQLite: left alone.)
+    static func requireRegularCompanions(_ path: String) throws {
+        var resolved = path
+        if let real = realpath(path, nil) {
+            resolved = String(cString: real)
+            free(real)
+        }
+        for suffix in ["-journal"] {
+            var info = stat()
+            guard stat(resolved + suffix, &info) == 0 else { continue }
+            let kind: String
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: continue
+            case S_IFIFO: kind = "a FIFO"
+            case S_IFDIR: kind = "a folder"
+            case S_IFCHR, S_IFBLK: kind = "a device"
+            case S_IFSOCK: kind = "a socket"
+            default: kind = "not a regular file"
+            }
+            throw DatabaseError(code: .cantopen,
+                                message: "its \(suffix) file \(resolved + suffix) is \(kind), not a file SQLite made: SQLite would wait on it or fail; move it away",
+                                path: path)
         }
     }
 

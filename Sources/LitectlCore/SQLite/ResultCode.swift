@@ -33,6 +33,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
     public static let nomem = ResultCode(rawValue: SQLITE_NOMEM)
     public static let readonly = ResultCode(rawValue: SQLITE_READONLY)
+    /// SQLITE_READONLY_ROLLBACK: a read-only connection met a hot journal,
+    /// which only a writer may roll back (see HotJournal).
+    public static let readonlyRollback = ResultCode(rawValue: SQLITE_READONLY | (3 << 8))
     public static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
     public static let ioerr = ResultCode(rawValue: SQLITE_IOERR)
     public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)

@@ -30,6 +30,12 @@ struct RepoOptions: ParsableArguments {
 
     func validate() throws {
         if keyFile != nil && passphraseFile != nil { throw ValidationError("Give --key-file or --passphrase-file, not both.") }
+        // Credentials in a URL would be printed with it (in every error that
+        // names the endpoint): refused, named with them masked.
+        if let endpoint, let problem = URLRedaction.credentialProblem(endpoint) { throw ValidationError("--endpoint \(problem)") }
+        if let url, url.contains("://"), let problem = URLRedaction.credentialProblem(url) {
+            throw ValidationError("\(repo != nil ? "--repo" : "LITECTL_REPO") \(problem)")
+        }
     }
 
     /// The options given that only a repository uses ("--key-file", ...).
@@ -78,7 +84,7 @@ struct RepoOptions: ParsableArguments {
             return try makeS3Store(url: url, endpoint: location.endpoint, region: location.region, profile: location.profile, quiet: quiet)
         }
         if url.contains("://") {
-            throw StoreError(.other, location: url, message: "unsupported repository URL: give a folder path or s3://BUCKET/PREFIX")
+            throw StoreError(.other, location: URLRedaction.redacted(url), message: "unsupported repository URL: give a folder path or s3://BUCKET/PREFIX")
         }
         return FolderStore(path: url)
     }
@@ -97,6 +103,12 @@ struct RepoOptions: ParsableArguments {
         }
         return repository
     }
+}
+
+/// A usage error for a repository URL (`repo init URL`) that holds
+/// credentials, which would be printed wherever the URL is named: masked.
+func refuseCredentials(inRepositoryURL url: String) throws {
+    if url.contains("://"), let problem = URLRedaction.credentialProblem(url) { throw ValidationError("URL \(problem)") }
 }
 
 /// Prints one error line and exits 2.

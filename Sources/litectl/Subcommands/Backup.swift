@@ -182,6 +182,7 @@ struct Backup: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         if config != nil || repository.isGiven { return try runRepository() }
         var request = BackupRunRequest(sources: Array(paths.dropLast()), destination: paths.last!)

@@ -22,7 +22,10 @@ struct Check: ParsableCommand {
             (with the DROP INDEX); indexes but no sqlite_stat1, a table with rows and \
             indexes but no sqlite_stat1 row, or a row count there off by more than a \
             factor of 2 (and by at least 100 rows) from the real one; a freelist above \
-            --max-free-percent of the file; a -wal file larger than the database. Notes \
+            --max-free-percent of the file; a -wal file larger than the database; a hot \
+            rollback journal (a writer stopped inside a transaction: the other checks \
+            then run on the last committed state, read from a private copy rolled back \
+            in $TMPDIR; the file and its journal are not written). Notes \
             (never fail): that --quick was used.
 
             Output: on a terminal (or with -v), one line per finding (`PATH: SEVERITY \
@@ -35,7 +38,7 @@ struct Check: ParsableCommand {
             fix}]. --format prints the findings as rows (path, severity, check, object, \
             message, fix) in that format. Checks: open, integrity, empty, foreign-key, \
             unindexed-foreign-key, no-primary-key, redundant-index, statistics, freelist, \
-            wal-size, expectation.
+            wal-size, hot-journal, expectation.
 
             -j N checks N databases at a time, each on its own connection; reports come \
             out in the order the databases were given. With --connections N (N > 1), a database of 64 MiB or more in \
@@ -109,6 +112,7 @@ struct Check: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(output.voice)
         var options = CheckOptions()
         options.quick = quick
         options.maxFreePercent = maxFreePercent

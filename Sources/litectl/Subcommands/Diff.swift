@@ -159,6 +159,7 @@ struct Diff: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()  // a keyless table's residue may go to a temporary file
         var options = DiffOptions()
         options.tables = tables

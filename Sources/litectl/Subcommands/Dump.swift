@@ -102,6 +102,7 @@ struct Dump: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         var options = DumpOptions()
         options.tables = tables

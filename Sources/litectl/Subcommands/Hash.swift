@@ -58,6 +58,7 @@ struct Hash: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         var options = ContentHashOptions()
         options.tables = tables
         options.includeSchema = !dataOnly

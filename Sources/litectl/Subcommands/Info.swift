@@ -39,6 +39,7 @@ struct Info: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
+        noteHotJournals(voice)
         var failed = false
         for (i, path) in databases.enumerated() {
             do {

@@ -104,6 +104,7 @@ struct MigrateApply: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         var request = MigrateRequest(database: database, folder: folder)
         request.target = to

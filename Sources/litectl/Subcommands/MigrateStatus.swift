@@ -40,6 +40,7 @@ struct MigrateStatus: ParsableCommand {
     @OptionGroup var options: DatabaseOptions
 
     func run() throws {
+        noteHotJournals(voice)
         let report: MigrationStatusReport
         do {
             report = try MigrationStatusReader.read(database: database, folder: folder, busyTimeout: options.busyTimeout)

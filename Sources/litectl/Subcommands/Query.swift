@@ -133,6 +133,7 @@ struct Query: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(output.voice)
         fflush(nil)  // what went through stdio so far comes first
         let sink = FileDescriptorSink()
         do {

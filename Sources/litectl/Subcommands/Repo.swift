@@ -41,6 +41,7 @@ struct RepoInit: ParsableCommand {
 
     func validate() throws {
         if url.isEmpty { throw ValidationError("The repository location is empty: give a folder or s3://BUCKET/PREFIX.") }
+        try refuseCredentials(inRepositoryURL: url)
     }
 
     func run() throws {
@@ -88,6 +89,8 @@ struct RepoUpgradeCommand: ParsableCommand {
     @OptionGroup var voice: VoiceOptions
 
     @OptionGroup var lockWait: DatabaseOptions
+
+    func validate() throws { try refuseCredentials(inRepositoryURL: url) }
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()

@@ -89,6 +89,7 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         var options = ReportOptions()
         options.busyTimeout = database.busyTimeout

@@ -66,6 +66,7 @@ struct Stats: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(output.voice)
         let showProgress = !noProgress && isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         var lastShown = 0.0
         let stats: FileStats

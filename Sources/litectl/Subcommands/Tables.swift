@@ -52,6 +52,7 @@ struct Tables: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(output.voice)
         fflush(nil)  // what went through stdio so far comes first
         let sink = FileDescriptorSink()
         let writer = output.makeWriter(sink: sink)

@@ -167,6 +167,7 @@ struct Transform: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         var request = TransformRequest(table: table, changes: try changes())
         request.allowConversion = allowConversion
         request.compareAll = compareAll

@@ -109,6 +109,7 @@ struct Vacuum: ParsableCommand {
     }
 
     func run() throws {
+        noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         if dryRun { return try runDry() }
         let report: VacuumReport
