@@ -299,8 +299,8 @@ public enum DurableFolder {
 
     /// Makes the folder `path` and its missing parents (mode 0755, less the
     /// umask), as `mkdir -p` does, after the write gate said yes.
-    public static func makeFolders(_ path: String) throws {
-        try WriteGate.shared.requireWritable(folder: path)
+    public static func makeFolders(_ path: String, owner: WriteGate.Tree? = nil) throws {
+        try WriteGate.shared.requireWritable(folder: path, owner: owner)
         var built = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             built += "/" + part

@@ -235,8 +235,8 @@ public final class WriteGate: @unchecked Sendable {
 
     /// Throws when the run may not make or replace the folder `path` (a dump
     /// folder): it is in the protected set or inside a protected tree.
-    public func requireWritable(folder path: String) throws {
-        try requireUnprotected(path, owner: nil, doing: "write")
+    public func requireWritable(folder path: String, owner: Tree? = nil) throws {
+        try requireUnprotected(path, owner: owner, doing: "write")
     }
 
     /// Throws when the run may not delete `path`: it is in the protected set,

@@ -51,7 +51,7 @@ public final class FolderStore: ObjectStore, @unchecked Sendable {
 
     /// Creates the folder (and its parents) when missing.
     public func createRoot() throws {
-        do { try DurableFolder.makeFolders(root) } catch let error as DatabaseError {
+        do { try DurableFolder.makeFolders(root, owner: owner) } catch let error as DatabaseError {
             throw StoreError(error.code.primary == .perm ? .denied : .io, location: error.path ?? root, message: error.message)
         }
     }
