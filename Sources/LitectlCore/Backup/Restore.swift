@@ -148,10 +148,14 @@ public enum Restore {
         return Landing(keptOld: keptOld, inPlaceBecause: replacement?.inPlaceBecause ?? "another process opened it while the copy was made")
     }
 
-    /// TARGET's old content, kept as `TARGET.before-restore-<timestamp>`:
-    /// a backup of it, or for a file that is no database, its bytes.
+    /// TARGET's old content, kept as `TARGET.before-restore-<timestamp>`
+    /// (`-2`, `-3`... after it when that is taken): a backup of it, or for a
+    /// file that is no database, its bytes.
     static func keepOld(_ request: RestoreRequest, isDatabase: Bool) throws -> String {
-        let old = request.target + ".before-restore-" + Timestamp.compact(Clock.wall())
+        // A second restore within the same second (a retry) takes the next free name.
+        let stamp = request.target + ".before-restore-" + Timestamp.compact(Clock.wall())
+        var old = stamp, n = 2
+        while DurableFolder.exists(old) || DurableFolder.exists(BackupManifest.path(forBackup: old)) { old = stamp + "-\(n)"; n += 1 }
         if !isDatabase {
             let file = try TemporaryFile(in: DurableFolder.parent(of: old), stem: DurableFolder.baseName(of: old),
                                          permissions: try DurableFolder.permissions(of: request.target))

@@ -56,7 +56,8 @@ public struct MigrateOutcome: Sendable {
     /// The backups of the attachable databases, in the order given.
     public var attachedBackups: [BackupOutcome] = []
     /// Limits worth a warning (a WAL-mode database among several: its
-    /// changes commit apart from the others').
+    /// changes commit apart from the others'), also told to `onWarning` as
+    /// they are found.
     public var warnings: [String] = []
     /// Edited files whose new checksums were recorded (--accept-edited).
     public var acceptedEdits: [EditedMigration] = []
@@ -84,7 +85,8 @@ public enum MigrationRunner {
     /// its own transaction, after a backup; `onStep` hears of each one as it
     /// commits. A file that fails throws a `MigrationError`: that file is
     /// rolled back, the ones before it stay applied.
-    public static func run(_ request: MigrateRequest, onStep: (AppliedMigration) -> Void = { _ in }) throws -> MigrateOutcome {
+    public static func run(_ request: MigrateRequest, onStep: (AppliedMigration) -> Void = { _ in },
+                           onWarning: (String) -> Void = { _ in }) throws -> MigrateOutcome {
         let migrations = try MigrationFolder.read(request.folder)
         try checkAttachable(request)
         // Journals a killed run (or application) left hot are rolled back
@@ -119,6 +121,7 @@ public enum MigrationRunner {
         if !request.attachable.isEmpty && !plan.steps.isEmpty {
             try confinement.attachAll()
             outcome.warnings = try walWarnings(connection, request)
+            outcome.warnings.forEach(onWarning)
         }
         confinement.end()  // litectl's own statements below are not the files'
         if !plan.edited.isEmpty {

@@ -170,7 +170,8 @@ struct MigrateApply: ParsableCommand {
                 outcome = try MigrationRunner.dryRun(request, sink: sink, colour: colour, onStep: onStep)
                 try sink.flush()
             } else {
-                outcome = try MigrationRunner.run(request, onStep: onStep)
+                let quiet = voice.quiet
+                outcome = try MigrationRunner.run(request, onStep: onStep, onWarning: { if !quiet { printError("warning: " + $0) } })
             }
         } catch let refusal as MigrationRefusal {
             if json { printExact(Self.json(nil, path: database, applied: [], error: refusal.description).compact) }
@@ -180,9 +181,6 @@ struct MigrateApply: ParsableCommand {
             if json { printExact(Self.json(nil, path: database, applied: appliedSoFar, error: describe(error)).compact) }
             printError(describe(error))
             throw ExitStatus.error
-        }
-        if !voice.quiet {
-            for warning in outcome.warnings { printError("warning: " + warning) }
         }
         if json {
             printExact(Self.json(outcome, path: database, applied: outcome.applied, error: nil).compact)

@@ -14,7 +14,8 @@ struct Restore: ParsableCommand {
             A TARGET that does not exist is written to a temporary file beside it and \
             renamed into place, with the backup's permission bits. An existing TARGET is \
             refused unless --force; then its current content is first copied to \
-            TARGET.before-restore-<UTC timestamp> (unless --no-keep), and the backup lands \
+            TARGET.before-restore-<UTC timestamp> (-2, -3... when that name is taken; unless \
+            --no-keep), and the backup lands \
             all or nothing. When no other process has TARGET open (as /proc shows; as \
             another user than root, other users' processes count as having it open), \
             TARGET is in rollback-journal mode and has one link, a complete copy is built \
