@@ -110,6 +110,17 @@ import TestSupport
         #expect(try inode(db) == held)
         #expect(try sqlite3Scalar(db, "PRAGMA freelist_count") == "0")
         #expect(try litectl("vacuum", "--in-place", "--into", folder.file("x.db"), db).status == 64)
+
+        // Extended attributes (an ACL, a security label) would not pass to a new
+        // file: such a database is vacuumed in place (where the file system has them).
+        shell.close()
+        let labelled = try runProcess("/usr/bin/python3", ["-c", "import os, sys; os.setxattr(sys.argv[1], 'user.litectl-test', b'1')", db])
+        if labelled.status == 0 {
+            let kept = try litectl("vacuum", "--json", db)
+            #expect(kept.status == 0, "\(kept.stderr)")
+            #expect((try json(kept.stdout)["in_place_because"] as? String)?.contains("extended attributes") == true, "\(kept.stdout)")
+            #expect(try inode(db) == held)
+        }
     }
 
     /// A sqlite3 shell killed inside a write transaction whose pages spilled

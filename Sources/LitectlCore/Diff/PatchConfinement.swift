@@ -4,8 +4,9 @@
 // every PRAGMA but the four a diff writes, and load_extension();
 // SQLITE_LIMIT_ATTACHED 0 makes ATTACH and VACUUM INTO (which attaches its
 // output) fail even past it. A migration is confined the same way (its own
-// policy of pragmas), except for the databases `--allow-attach` names. Shell dot-commands are not SQL: only the
-// `.bail on` that litectl's own patches carry is taken (and skipped).
+// policy of pragmas), but for the databases `--allow-attach` names. Shell
+// dot-commands are not SQL: only the `.bail on` that litectl's own patches
+// carry is taken (and skipped).
 // See https://www.sqlite.org/c3ref/set_authorizer.html
 import CSQLite
 
@@ -153,24 +154,6 @@ final class PatchConfinement {
             return "PRAGMA \(first ?? "") (a \(policy.noun) may set only \(policy.settable.sorted().joined(separator: ", ")))"
         case SQLITE_FUNCTION:
             return (second ?? "").lowercased() == "load_extension" ? "load_extension() (a \(policy.noun) loads no code)" : nil
-        default:
-            return nil
-        }
-    }
-
-    /// Why `action` is refused in a patch, or nil when a patch may do it.
-    static func refusal(_ action: Int32, _ first: String?, _ second: String?) -> String? {
-        switch action {
-        case SQLITE_ATTACH:
-            return "ATTACH (a patch changes only its target database)"
-        case SQLITE_DETACH:
-            return "DETACH (a patch changes only its target database)"
-        case SQLITE_PRAGMA:
-            let name = (first ?? "").lowercased()
-            if allowedPragmas.contains(name) || (second == nil && readablePragmas.contains(name)) { return nil }
-            return "PRAGMA \(first ?? "") (a patch may set only \(allowedPragmas.sorted().joined(separator: ", ")))"
-        case SQLITE_FUNCTION:
-            return (second ?? "").lowercased() == "load_extension" ? "load_extension() (a patch loads no code)" : nil
         default:
             return nil
         }

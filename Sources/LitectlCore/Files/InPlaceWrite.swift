@@ -14,6 +14,13 @@ import Glibc
 import Darwin
 #endif
 
+#if os(Linux)
+/// glibc's llistxattr(2) (sys/xattr.h, which the Glibc module does not export):
+/// the size of the names of a file's extended attributes, not following a link.
+@_silgen_name("llistxattr")
+private func listExtendedAttributes(_ path: UnsafePointer<CChar>, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int
+#endif
+
 public enum InPlaceWrite {
     /// Runs `body`, which writes `target` through `connection` (and through
     /// `others`, when a write spans them) inside transactions it begins and
@@ -103,10 +110,10 @@ public enum InPlaceWrite {
 
 /// A file rewritten whole (restore --force, vacuum) written beside its target
 /// and renamed over it, where that harms nobody: the target is a plain file in
-/// rollback-journal mode (no -wal), with one link, in a folder this process
-/// may write, whose owner and group the new file can take, and no other
-/// process on this host has it, its journal, -wal or -shm open
-/// (`FileUsers`). Otherwise (or with `inPlace` asked for) the caller writes
+/// rollback-journal mode (no -wal), with one link and no extended attributes
+/// (ACLs, security labels), in a folder this process may write, whose owner
+/// and group the new file can take, and no other process on this host has
+/// it, its journal, -wal or -shm open (`FileUsers`). Otherwise (or with `inPlace` asked for) the caller writes
 /// it in place, in one transaction.
 public struct WholeFileReplacement: Sendable {
     public let target: String
@@ -147,6 +154,10 @@ public struct WholeFileReplacement: Sendable {
             close(fd)
             if n == 20 && (header[18] == 2 || header[19] == 2) { return "it is in WAL mode" }
         }
+        // ACLs and security labels are extended attributes: a new file would not have them.
+        #if os(Linux)
+        if listExtendedAttributes(target, nil, 0) > 0 { return "it has extended attributes (an ACL, a security label...), which a new file would not have" }
+        #endif
         let folder = DurableFolder.parent(of: target)
         if access(folder, W_OK | X_OK) != 0 { return "its folder is not writable" }
         let me = geteuid()

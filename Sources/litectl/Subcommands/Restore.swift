@@ -18,8 +18,9 @@ struct Restore: ParsableCommand {
             --no-keep), and the backup lands \
             all or nothing. When no other process has TARGET open (as /proc shows; as \
             another user than root, other users' processes count as having it open), \
-            TARGET is in rollback-journal mode and has one link, a complete copy is built \
-            beside it and renamed over it, with TARGET's owner, group and mode. Otherwise \
+            TARGET is in rollback-journal mode and has one link and no extended attributes \
+            (ACLs, security labels), a complete copy is built beside it and renamed over \
+            it, with TARGET's owner, group and mode. Otherwise \
             (or with --in-place) the backup is copied in through SQLite's backup API in \
             one write transaction on TARGET: processes that have TARGET open see the old \
             content until the restore commits and the new content after. Other \

@@ -13,7 +13,7 @@ struct Vacuum: ParsableCommand {
             Without --into the database is compacted where it is, all or nothing. When no \
             other process has DB open (as /proc shows; as another user than root, other \
             users' processes count as having it open), DB is in rollback-journal mode and \
-            has one link, a compacted copy is made with VACUUM INTO beside it (which keeps \
+            has one link and no extended attributes (ACLs, security labels), a compacted copy is made with VACUUM INTO beside it (which keeps \
             rowids) and renamed over it with DB's owner, group and mode. Otherwise (or with \
             --in-place) VACUUM runs in the file: SQLite rebuilds it in a temporary copy and \
             writes it back through its journal, so the database is whole at every moment. \
