@@ -166,6 +166,15 @@ public enum Interruption {
         return try body()
     }
 
+    /// Runs `body` (the clean-up after a guarded write failed: its rollback)
+    /// with signals only recorded, so that a second Ctrl-C does not stop the
+    /// rollback of the first.
+    public static func deferring<T>(_ body: () throws -> T) rethrows -> T {
+        state[1] += 1
+        defer { state[1] -= 1 }
+        return try body()
+    }
+
     /// A busy handler that waits like `sqlite3_busy_timeout` (short sleeps up
     /// to the connection's timeout) but gives up at once on a signal.
     final class BusyWait {

@@ -64,8 +64,11 @@ public enum Loader {
             try session.commit()
           }
         } catch {
-            session.abandon()
-            throw reworded(error, target: target, existing: !session.createsDatabase, busyTimeout: busyTimeout)
+            // The rollback is not cut short by another signal.
+            throw Interruption.deferring { () -> any Error in
+                session.abandon()
+                return reworded(error, target: target, existing: !session.createsDatabase, busyTimeout: busyTimeout)
+            }
         }
         do {
             try session.complete()

@@ -33,12 +33,14 @@ public enum InPlaceWrite {
         do {
             return try Interruption.guarding([connection] + others) { try body() }
         } catch {
-            for c in [connection] + others where sqlite3_get_autocommit(c.rawHandle) == 0 {
-                try? c.execute("ROLLBACK")
+            let left = Interruption.deferring { () -> [String] in
+                for c in [connection] + others where sqlite3_get_autocommit(c.rawHandle) == 0 {
+                    try? c.execute("ROLLBACK")
+                }
+                // A read takes the shared lock, at which SQLite rolls a hot journal back.
+                _ = try? connection.scalar("SELECT 1 FROM sqlite_schema LIMIT 1")
+                return ([target] + otherFiles).filter { (try? settle($0, busyTimeout: connection.busyTimeout)) == nil || journalIsHot($0) }
             }
-            // A read takes the shared lock, at which SQLite rolls a hot journal back.
-            _ = try? connection.scalar("SELECT 1 FROM sqlite_schema LIMIT 1")
-            let left = ([target] + otherFiles).filter { (try? settle($0, busyTimeout: connection.busyTimeout)) == nil || journalIsHot($0) }
             throw failure(error, target: target, consequence: consequence, journalLeft: left)
         }
     }

@@ -139,7 +139,7 @@ public enum MigrationRunner {
                     try apply(step, on: connection, reportedPath: request.database, confinement: confinement)
                 }
             } catch {
-                throw reworded(error, step: step, request: request, connection: connection)
+                throw Interruption.deferring { reworded(error, step: step, request: request, connection: connection) }
             }
             let applied = AppliedMigration(step: step, seconds: seconds)
             outcome.applied.append(applied)
