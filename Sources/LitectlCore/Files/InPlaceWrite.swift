@@ -22,35 +22,32 @@ private func listExtendedAttributes(_ path: UnsafePointer<CChar>, _ list: Unsafe
 #endif
 
 public enum InPlaceWrite {
-    /// Runs `body`, which writes `target` through `connection` (and through
-    /// `others`, when a write spans them) inside transactions it begins and
-    /// commits. On any error: the transaction in flight is rolled back, a hot
-    /// journal of `target` or of `otherFiles` (attached databases) is rolled
-    /// back (`settle`), and the error is rethrown named by its cause
-    /// (`failure`) with `consequence` ("nothing applied") added.
-    public static func run<T>(_ connection: Connection, target: String, otherFiles: [String] = [], others: [Connection] = [],
-                              consequence: String?, _ body: () throws -> T) throws -> T {
+    /// Runs `body`, which writes `target` through `connection` inside a
+    /// transaction it begins and commits, guarded (`Interruption.guarding`).
+    /// On any error, with signals deferred: the transaction in flight is
+    /// rolled back, so is a journal an I/O error left hot (`settle`), and the
+    /// error is rethrown named by its cause (`failure`) with `consequence`
+    /// ("nothing applied, app.db is as it was") after it.
+    public static func run<T>(_ connection: Connection, target: String, consequence: String?, _ body: () throws -> T) throws -> T {
         do {
-            return try Interruption.guarding([connection] + others) { try body() }
+            return try Interruption.guarding([connection]) { try body() }
         } catch {
             let left = Interruption.deferring { () -> [String] in
-                for c in [connection] + others where sqlite3_get_autocommit(c.rawHandle) == 0 {
-                    try? c.execute("ROLLBACK")
-                }
+                if sqlite3_get_autocommit(connection.rawHandle) == 0 { try? connection.execute("ROLLBACK") }
                 // A read takes the shared lock, at which SQLite rolls a hot journal back.
                 _ = try? connection.scalar("SELECT 1 FROM sqlite_schema LIMIT 1")
-                return ([target] + otherFiles).filter { (try? settle($0, busyTimeout: connection.busyTimeout)) == nil || journalIsHot($0) }
+                let settled = (try? settle(target, busyTimeout: connection.busyTimeout)) != nil
+                return settled && !journalIsHot(target) ? [] : [target]
             }
             throw failure(error, target: target, consequence: consequence, journalLeft: left)
         }
     }
 
-    /// `error` as the one line a person reads: a signal as
-    /// "interrupted by SIGTERM", a write that ran out of disk space as
-    /// "disk full", with `consequence` after them (other errors keep their
-    /// words). `journalLeft` names files
-    /// whose hot journal could not be rolled back (the next write of each
-    /// rolls it back: said so rather than "as it was").
+    /// `error` as the one line a person reads: a signal as "interrupted by
+    /// SIGTERM", a write that ran out of disk space as "disk full", with
+    /// `consequence` after them (other errors keep their words).
+    /// `journalLeft` names files whose hot journal could not be rolled back
+    /// (the next write of each rolls it back: said so rather than "as it was").
     public static func failure(_ error: any Error, target: String, consequence: String?, journalLeft: [String] = []) -> any Error {
         var consequence = consequence
         if !journalLeft.isEmpty {
@@ -80,9 +77,8 @@ public enum InPlaceWrite {
     /// EDQUOT or EFBIG.
     public static func isDiskFull(_ error: DatabaseError) -> Bool {
         if error.code.primary == .full { return true }
-        let words = error.message
         return error.code.primary == .ioerr
-            && (words.contains(String(cString: strerror(ENOSPC))) || words.contains(String(cString: strerror(EDQUOT))))
+            && [ENOSPC, EDQUOT, EFBIG].contains { error.message.contains(String(cString: strerror($0))) }
     }
 
     /// Rolls back a hot journal of `path` (an application or a litectl run
