@@ -1,7 +1,7 @@
 // Fault injection for the writes into a user's database (issue 37, item 3):
 // restore --force (a backup file, --in-place, --repo), vacuum (and
 // --in-place), patch, load, transform and migrate, each stopped by SIGINT,
-// SIGTERM and SIGKILL after random delays (a fresh seed each run, printed with
+// SIGTERM, SIGHUP and SIGKILL after random delays (a fresh seed each run, printed with
 // every failure; LITECTL_FAULT_SEED=N repeats a run), and each run on a file
 // system too small for its new content (a tmpfs mount; skipped where this
 // process may not mount). Afterwards the target holds exactly one of its
@@ -261,7 +261,7 @@ import TestSupport
     }
 
     static func signalName(_ signal: Int32) -> String {
-        signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGKILL ? "SIGKILL" : "signal \(signal)"
+        signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : signal == SIGKILL ? "SIGKILL" : "signal \(signal)"
     }
 
     @Test(arguments: Command.allCases)
@@ -277,9 +277,10 @@ import TestSupport
         #expect(try Self.contentHash(fixture.target, ledger: fixture.ledger) == new, "\(command): a whole run gives the new content")
 
         var random = SplitMix64(seed: Self.seed &+ UInt64(Command.allCases.firstIndex(of: command)!) &* 0x9E37_79B9)
-        for signal in [SIGINT, SIGTERM, SIGKILL] {
-            // One delay counted from the start, one from the first write to the target.
-            for fromWrite in [false, true] {
+        // Delays counted from the start and from the first write to the target
+        // (SIGHUP, handled as SIGINT and SIGTERM are, from the write only).
+        for (signal, starts) in [(SIGINT, [false, true]), (SIGTERM, [false, true]), (SIGHUP, [true]), (SIGKILL, [false, true])] {
+            for fromWrite in starts {
                 try Self.reset(fixture)
                 let delay = Double(random.next() % 1000) / 1000 * duration * (fromWrite ? 0.5 : 1.1)
                 let context = "\(command) \(fixture.arguments.joined(separator: " ")), \(Self.signalName(signal)) \(Int(delay * 1000)) ms after \(fromWrite ? "it began to write" : "its start") (seed \(Self.seed); LITECTL_FAULT_SEED=\(Self.seed) repeats it)"

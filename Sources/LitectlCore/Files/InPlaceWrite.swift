@@ -140,7 +140,8 @@ public struct WholeFileReplacement: Sendable {
 
     static func reasonToWriteInPlace(_ target: String, info: stat, exists: Bool, asked: Bool) -> String? {
         if asked { return "asked to (--in-place)" }
-        guard exists, (info.st_mode & S_IFMT) == S_IFREG else { return "it is not a plain file (a link is written through)" }
+        if exists && (info.st_mode & S_IFMT) == S_IFLNK { return "it is a symbolic link (the file it names is written)" }
+        guard exists, (info.st_mode & S_IFMT) == S_IFREG else { return "it is not a plain file" }
         if info.st_nlink != 1 { return "it has \(info.st_nlink) hard links" }
         if DurableFolder.exists(target + "-wal") { return "it has a -wal (WAL mode)" }
         if InPlaceWrite.journalIsHot(target) { return "another connection is writing it (its journal is live)" }
