@@ -211,6 +211,9 @@ public enum Vacuum {
     }
 
     static func inPlace(_ request: VacuumRequest) throws -> VacuumReport {
+        // The file is this run's target: reading it (the copy's source) does
+        // not protect it from the rename that replaces it (WriteGate).
+        WriteGate.shared.declareTarget(request.path)
         // A journal a killed writer left is rolled back first.
         try? InPlaceWrite.settle(request.path, busyTimeout: request.busyTimeout)
         var renameRefused: String?
