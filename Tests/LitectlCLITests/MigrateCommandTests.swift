@@ -290,3 +290,92 @@ import TestSupport
         #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "6")
     }
 }
+
+/// Issue 37, item 9: the files are confined to the database as a patch is,
+/// unless --allow-attach names another database, which is then backed up
+/// first and written in the same transaction as the database.
+extension MigrateCommandTests {
+    /// app.db (a table a) and other.db (t with two rows) in `folder`, and a
+    /// migrations folder holding `sql` as its one file.
+    func attachFixture(_ folder: TemporaryFolder, _ sql: String, otherJournal: String = "delete") throws -> (db: String, other: String, dir: String) {
+        let db = folder.file("app.db"), other = folder.file("other.db"), dir = folder.file("migrations")
+        try makeDatabase(db, "CREATE TABLE a(x); INSERT INTO a VALUES (1);")
+        try makeDatabase(other, "PRAGMA journal_mode=\(otherJournal); CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        try sql.write(toFile: dir + "/0001_other.sql", atomically: true, encoding: .utf8)
+        return (db, other, dir)
+    }
+
+    @Test func aMigrationWritesNoOtherDatabaseUnlessAllowed() throws {
+        let folder = try TemporaryFolder("cli-migrate-attach")
+        let (db, other, dir) = try attachFixture(folder, "ATTACH 'other.db' AS other;\nDELETE FROM other.t;\nCREATE TABLE b(y);\n")
+        let refused = try litectl("migrate", "--no-backup", db, dir, in: folder.path)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("0001_other.sql, statement 1 (line 1): not allowed in a migration: ATTACH"), "\(refused.stderr)")
+        #expect(try sqlite3Scalar(other, "SELECT count(*) FROM t") == "2")
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "0")
+
+        // Allowed: attached by litectl (the file's own ATTACH of that file does
+        // nothing), backed up first, changed with the database.
+        let dry = try litectl("migrate", "--dry-run", db, dir, "--allow-attach", "other=\(other)", in: folder.path)
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(try sqlite3Scalar(other, "SELECT count(*) FROM t") == "2", "the dry run changes a copy")
+        let allowed = try litectl("migrate", "--json", db, dir, "--allow-attach", "other=\(other)", "--backup-dir", folder.path, in: folder.path)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(try sqlite3Scalar(other, "SELECT count(*) FROM t") == "0")
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "1")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(allowed.stdout.utf8)) as? [String: Any])
+        let backups = try #require(report["attached_backups"] as? [String])
+        #expect(backups.count == 1)
+        let backup = try #require(backups.first)
+        #expect(try sqlite3Scalar(backup, "SELECT count(*) FROM t") == "2", "the backup holds other.db as it was")
+        #expect(try litectl("verify", backup).status == 0)
+    }
+
+    @Test func theConfinementRefusesWhatWritesElsewhereOrChangesHowSQLiteWrites() throws {
+        let cases: [(String, String)] = [
+            ("VACUUM INTO 'copy.db';", "VACUUM"),
+            ("PRAGMA journal_mode=OFF;", "PRAGMA journal_mode"),
+            ("PRAGMA synchronous=OFF;", "PRAGMA synchronous"),
+            ("PRAGMA writable_schema=ON;", "PRAGMA writable_schema"),
+            ("PRAGMA schema_version=1;", "PRAGMA schema_version"),
+            ("SELECT load_extension('/tmp/nothing.so');", "load_extension()"),
+            ("DETACH other;", "DETACH"),
+        ]
+        for (sql, named) in cases {
+            let folder = try TemporaryFolder("cli-migrate-confined")
+            let (db, _, dir) = try attachFixture(folder, "CREATE TABLE b(y);\n" + sql + "\n")
+            let result = try litectl("migrate", "--no-backup", db, dir, in: folder.path)
+            #expect(result.status == 2 && result.stderr.contains("statement 2 (line 2): not allowed in a migration: \(named)"), "\(sql): \(result.stderr)")
+            #expect(try sqlite3Scalar(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'b'") == "0", "\(sql): rolled back")
+            #expect(!FileManager.default.fileExists(atPath: folder.file("copy.db")))
+        }
+        // What a schema change needs stays allowed.
+        let folder = try TemporaryFolder("cli-migrate-confined-ok")
+        let (db, _, dir) = try attachFixture(folder, """
+            PRAGMA legacy_alter_table=ON;
+            PRAGMA defer_foreign_keys=ON;
+            CREATE TABLE b(y);
+            SELECT * FROM pragma_table_info('a');
+            PRAGMA table_info(a);
+            PRAGMA foreign_key_check;
+            PRAGMA legacy_alter_table=OFF;
+            """)
+        let fine = try litectl("migrate", "--no-backup", db, dir, in: folder.path)
+        #expect(fine.status == 0, "\(fine.stderr)")
+    }
+
+    @Test(arguments: ["delete", "wal"])
+    func aFailingFileRollsTheAttachedDatabaseBackToo(_ journal: String) throws {
+        let folder = try TemporaryFolder("cli-migrate-attach-fail")
+        let (db, other, dir) = try attachFixture(folder, "DELETE FROM other.t;\nINSERT INTO nowhere VALUES (1);\n", otherJournal: journal)
+        let result = try litectl("migrate", "--no-backup", db, dir, "--allow-attach", "other=\(other)")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("no such table: nowhere"), "\(result.stderr)")
+        #expect(result.stderr.contains("WAL mode") == (journal == "wal"), "a WAL-mode database is named in a warning: \(result.stderr)")
+        #expect(try sqlite3Scalar(other, "SELECT count(*) FROM t") == "2")
+        #expect(try sqlite3Scalar(db, "PRAGMA user_version") == "0")
+        #expect(try litectl("migrate", db, dir, "--allow-attach", "main=\(other)").status == 2, "main is not a name to attach as")
+        #expect(try litectl("migrate", db, dir, "--allow-attach", "other").status == 64)
+    }
+}

@@ -1,7 +1,10 @@
-// Restores a backup into a target database: verified first, then copied in
-// through the backup API, which writes the target in one transaction (a crash
-// midway rolls back through the target's journal), so processes that have the
-// target open see the old content or the new, never a mix.
+// Restores a backup into a target database: verified first, then landed all
+// or nothing. An existing target that no other process has open is replaced
+// by a complete copy built beside it and renamed over it; one that is open
+// (or in WAL mode, or asked for with --in-place) takes the backup through the
+// backup API in one write transaction, which a signal, a full disk or any
+// error rolls back before the command exits (Files/InPlaceWrite.swift), so
+// processes that have the target open see the old content or the new, never a mix.
 import CSQLite
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +22,9 @@ public struct RestoreRequest: Sendable {
     public var verify: VerifyLevel = .full
     public var timeout: Double = 60
     public var busyTimeout = Connection.defaultBusyTimeout
+    /// Write an existing target in place (one transaction through its
+    /// journal) even when a rename could replace it (`WholeFileReplacement`).
+    public var inPlace = false
 
     public init(backup: String, target: String) { self.backup = backup; self.target = target }
 }
@@ -28,6 +34,9 @@ public struct RestoreOutcome: Sendable {
     /// Where the target's previous content was kept, if anywhere.
     public var keptOld: String?
     public var replacedExisting: Bool
+    /// Why an existing target was written in place, in one transaction
+    /// (nil: it was new, or replaced by a rename).
+    public var inPlaceBecause: String?
 }
 
 public enum Restore {
@@ -53,8 +62,11 @@ public enum Restore {
                                  what: "the backup being restored")
         let targetExists = try checkTarget(request.target, force: request.force)
         // What a restore of this TARGET killed with SIGKILL left beside it
-        // (the full-size copy of the old content, or of the new one).
+        // (the full-size copy of the old content, or of the new one), and a
+        // journal a killed in-place restore (or application) left: rolled
+        // back first, so that no read-only open below meets it.
         TemporaryFiles.removeStale(in: DurableFolder.parent(of: request.target), stem: DurableFolder.baseName(of: request.target))
+        if targetExists { try? InPlaceWrite.settle(request.target, busyTimeout: request.busyTimeout) }
         let prepared = try BackupVerifier.prepare(request.backup, level: request.verify)
         defer { prepared.discard() }
         let check = prepared.check
@@ -64,7 +76,30 @@ public enum Restore {
         }
         let backup = try Connection(path: prepared.databasePath, mode: .readOnly, busyTimeout: 0, immutable: true)
         defer { try? backup.close() }
+        let landed = try land(backup, into: request, targetExists: targetExists, progress: progress)
+        return RestoreOutcome(check: check, keptOld: landed.keptOld, replacedExisting: targetExists, inPlaceBecause: landed.inPlaceBecause)
+    }
 
+    /// Where a restore left the old content, and why it wrote in place.
+    public struct Landing: Sendable { public var keptOld: String?; public var inPlaceBecause: String? }
+
+    /// Lands `rebuilt`, a complete, proven copy that a repository restore
+    /// made beside the existing `request.target`, as `run` lands a backup:
+    /// renamed over it, or copied in through one transaction.
+    public static func land(rebuilt: TemporaryFile, into request: RestoreRequest) throws -> Landing {
+        try? InPlaceWrite.settle(request.target, busyTimeout: request.busyTimeout)
+        let backup = try Connection(path: rebuilt.path, mode: .readOnly, busyTimeout: 0, immutable: true)
+        defer { try? backup.close() }
+        return try land(backup, into: request, targetExists: true, rebuilt: rebuilt, progress: { _ in })
+    }
+
+    /// Puts the verified database `backup` (a connection to a private,
+    /// immutable file) at `request.target`. `rebuilt`, a complete copy of it
+    /// beside the target that the caller made (a repository restore), is
+    /// renamed into place itself where a rename is chosen.
+    static func land(_ backup: Connection, into request: RestoreRequest, targetExists: Bool, rebuilt: TemporaryFile? = nil,
+                     progress: (CopyProgress) -> Void) throws -> Landing {
+        let nothing = "nothing restored, \(DurableFolder.baseName(of: request.target)) is as it was"
         // A TARGET that is not a database at all, or too damaged to open (often
         // why one restores), cannot take the backup API; it is replaced by
         // rename instead.
@@ -75,71 +110,124 @@ public enum Restore {
                 targetIsDatabase = false
             }
         }
+        let replacement = targetIsDatabase ? WholeFileReplacement(target: request.target, inPlace: request.inPlace) : nil
+        let keptOld = targetExists && request.keepOld ? try keepOld(request, isDatabase: targetIsDatabase) : nil
 
-        if !targetIsDatabase {
-            // Copy into a temporary file beside TARGET and rename (never a partial TARGET).
-            var keptOld: String?
-            if targetExists && request.keepOld {
-                let old = request.target + ".before-restore-" + Timestamp.compact(Clock.wall())
-                let file = try TemporaryFile(in: DurableFolder.parent(of: old), stem: DurableFolder.baseName(of: old),
-                                             permissions: try DurableFolder.permissions(of: request.target))
-                defer { file.discard() }
-                try FileStreams.copy(request.target, into: file)
-                try file.commit(as: old, replace: false)
-                keptOld = old
-            }
-            let permissions = try DurableFolder.permissions(of: targetExists ? request.target : request.backup)
-            let file = try TemporaryFile(in: DurableFolder.parent(of: request.target),
+        if replacement?.byRename ?? true {
+            // A complete copy beside TARGET, renamed over it (never a partial TARGET).
+            var made: TemporaryFile?
+            if rebuilt == nil {
+                let permissions = try DurableFolder.permissions(of: targetExists ? request.target : request.backup)
+                made = try TemporaryFile(in: DurableFolder.parent(of: request.target),
                                          stem: DurableFolder.baseName(of: request.target), permissions: permissions)
-            defer { file.discard() }
-            var options = HotCopyOptions(); options.timeout = request.timeout
-            _ = try HotCopy.copy(from: backup, into: file.path, options: options, progress: progress)
-            try file.commit(as: request.target, replace: targetExists)
-            return RestoreOutcome(check: check, keptOld: keptOld, replacedExisting: targetExists)
+            }
+            defer { made?.discard() }
+            guard let file = rebuilt ?? made else { preconditionFailure("a file to rename") }
+            if let made {
+                var options = HotCopyOptions(); options.timeout = request.timeout
+                do {
+                    _ = try HotCopy.copy(from: backup, into: made.path, options: options, progress: progress)
+                } catch var error as DatabaseError {
+                    if error.path == made.path { error.path = request.target }
+                    throw InPlaceWrite.failure(error, target: request.target, consequence: targetExists ? nothing : "nothing restored")
+                }
+            }
+            do {
+                if let replacement {
+                    // Somebody opened or wrote TARGET meanwhile: in place after all.
+                    if try replacement.swap(file, busyTimeout: request.busyTimeout) { return Landing(keptOld: keptOld) }
+                } else {
+                    try file.commit(as: request.target, replace: targetExists)
+                    return Landing(keptOld: keptOld)
+                }
+            } catch {
+                throw InPlaceWrite.failure(error, target: request.target, consequence: targetExists ? nothing : "nothing restored")
+            }
         }
+        try copyInPlace(backup, into: request, consequence: nothing, progress: progress)
+        return Landing(keptOld: keptOld, inPlaceBecause: replacement?.inPlaceBecause ?? "another process opened it while the copy was made")
+    }
 
-        var keptOld: String?
-        if request.keepOld {
-            var keep = BackupRequest(source: request.target, destination: request.target + ".before-restore-" + Timestamp.compact(Clock.wall()),
-                                     destinationIsFolder: false)
-            keep.verify = .none  // the old content may be why we restore; keep it as it is
-            keep.shrink = SourceShrinkPolicy(allowEmpty: true, warnFraction: nil)
-            keep.copy.timeout = request.timeout
-            keptOld = try BackupJob.run(keep).backupPath
+    /// TARGET's old content, kept as `TARGET.before-restore-<timestamp>`
+    /// (`-2`, `-3`... after it when that is taken): a backup of it, or for a
+    /// file that is no database, its bytes.
+    static func keepOld(_ request: RestoreRequest, isDatabase: Bool) throws -> String {
+        // A second restore within the same second (a retry) takes the next free name.
+        let stamp = request.target + ".before-restore-" + Timestamp.compact(Clock.wall())
+        var old = stamp, n = 2
+        while DurableFolder.exists(old) || DurableFolder.exists(BackupManifest.path(forBackup: old)) { old = stamp + "-\(n)"; n += 1 }
+        if !isDatabase {
+            let file = try TemporaryFile(in: DurableFolder.parent(of: old), stem: DurableFolder.baseName(of: old),
+                                         permissions: try DurableFolder.permissions(of: request.target))
+            defer { file.discard() }
+            try FileStreams.copy(request.target, into: file)
+            try file.commit(as: old, replace: false)
+            return old
         }
+        var keep = BackupRequest(source: request.target, destination: old, destinationIsFolder: false)
+        keep.verify = .none  // the old content may be why we restore; keep it as it is
+        keep.shrink = SourceShrinkPolicy(allowEmpty: true, warnFraction: nil)
+        keep.copy.timeout = request.timeout
+        do {
+            return try BackupJob.run(keep).backupPath
+        } catch {
+            throw InPlaceWrite.failure(error, target: request.target, consequence: "the old content could not be kept, so nothing was restored")
+        }
+    }
+
+    /// The backup API into TARGET, in one write transaction (a step of a few
+    /// MiB at a time, so that a signal is seen between steps): on any error
+    /// or signal `sqlite3_backup_finish` rolls it back, and `InPlaceWrite`
+    /// rolls back a journal an I/O error left hot.
+    static func copyInPlace(_ backup: Connection, into request: RestoreRequest, consequence: String,
+                            progress: (CopyProgress) -> Void) throws {
         let target = try Connection(path: request.target, mode: .readWrite, busyTimeout: request.busyTimeout)
         defer { try? target.close() }
         try target.execute("PRAGMA synchronous=FULL")
-        guard let handle = sqlite3_backup_init(target.rawHandle, "main", backup.rawHandle, "main") else {
-            throw DatabaseError.fromConnection(target.rawHandle, code: sqlite3_errcode(target.rawHandle), path: request.target)
-        }
-        var finished = false
-        defer { if !finished { sqlite3_backup_finish(handle) } }
-        let deadline = Deadline(seconds: request.timeout)
-        while true {
-            // One step: the whole copy in one write transaction on the target.
-            let rc = sqlite3_backup_step(handle, -1)
-            if rc == SQLITE_DONE { break }
-            if rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED {
-                if deadline.passed {
-                    throw DatabaseError(code: ResultCode(rawValue: rc), message: DatabaseError.lockedMessage(waited: Clock.now() - deadline.start) + "; nothing restored",
-                                        path: request.target)
+        try InPlaceWrite.run(target, target: request.target, consequence: consequence) {
+            guard let handle = sqlite3_backup_init(target.rawHandle, "main", backup.rawHandle, "main") else {
+                throw DatabaseError.fromConnection(target.rawHandle, code: sqlite3_errcode(target.rawHandle), path: request.target)
+            }
+            var finished = false
+            defer { if !finished { sqlite3_backup_finish(handle) } }
+            let deadline = Deadline(seconds: request.timeout)
+            var pageSize = 4096
+            if case .integer(let size)? = try backup.scalar("PRAGMA page_size") { pageSize = max(512, Int(size)) }
+            let pagesPerStep = Int32(max(16, (4 << 20) / pageSize))
+            while true {
+                try Interruption.check()
+                let rc = sqlite3_backup_step(handle, pagesPerStep)
+                if rc == SQLITE_DONE { break }
+                if rc == SQLITE_OK {
+                    let total = Int(sqlite3_backup_pagecount(handle))
+                    progress(CopyProgress(pagesCopied: total - Int(sqlite3_backup_remaining(handle)), pageCount: total))
+                    continue
                 }
-                usleep(10_000)
-                continue
+                if rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED {
+                    if deadline.passed {
+                        throw DatabaseError(code: ResultCode(rawValue: rc), message: DatabaseError.lockedMessage(waited: Clock.now() - deadline.start),
+                                            path: request.target)
+                    }
+                    usleep(10_000)
+                    continue
+                }
+                // The backup's error is its own: the connection's message may say "not an error".
+                var error = DatabaseError(code: ResultCode(rawValue: rc), message: String(cString: sqlite3_errstr(rc)), path: request.target)
+                if sqlite3_errcode(target.rawHandle) & 0xFF == rc & 0xFF {
+                    error.message = String(cString: sqlite3_errmsg(target.rawHandle))
+                }
+                if rc & 0xFF == SQLITE_READONLY {
+                    error.message += " (a WAL-mode target must have the backup's page size; restore into a new file instead)"
+                }
+                throw error
             }
-            var error = DatabaseError.fromConnection(target.rawHandle, code: rc, path: request.target)
-            if rc & 0xFF == SQLITE_READONLY {
-                error.message += " (a WAL-mode target must have the backup's page size; restore into a new file instead)"
+            let total = Int(sqlite3_backup_pagecount(handle))
+            finished = true
+            let rc = sqlite3_backup_finish(handle)
+            if rc != SQLITE_OK {
+                throw DatabaseError(code: ResultCode(rawValue: rc), message: String(cString: sqlite3_errstr(rc)), path: request.target)
             }
-            error.message += "; nothing restored"
-            throw error
+            progress(CopyProgress(pagesCopied: total, pageCount: total))
         }
-        let total = Int(sqlite3_backup_pagecount(handle))
-        finished = true
-        let rc = sqlite3_backup_finish(handle)
-        if rc != SQLITE_OK { throw DatabaseError.fromConnection(target.rawHandle, code: rc, path: request.target) }
-        progress(CopyProgress(pagesCopied: total, pageCount: total))
-        return RestoreOutcome(check: check, keptOld: keptOld, replacedExisting: true)
     }
 }

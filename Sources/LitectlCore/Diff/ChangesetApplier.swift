@@ -50,6 +50,7 @@ extension PatchApplier {
         try connection.execute("PRAGMA foreign_keys=OFF")
         var result = PatchResult()
         let conflictMessage = "a change conflicts with the database (use --on-conflict omit or replace)"
+        try InPlaceWrite.run(connection, target: path, consequence: "nothing applied, \(DurableFolder.baseName(of: path)) is as it was") {
         try connection.writeTransaction(commit: !dryRun) {
             let before = sqlite3_total_changes64(connection.rawHandle)
             let context = ApplyContext(policy: policy)
@@ -89,11 +90,12 @@ extension PatchApplier {
                     }
                 } catch let error as DatabaseError where policy == .abort {
                     throw DatabaseError(code: error.code, message: "\(conflictMessage): \(error.message)", path: path)
-                } catch where policy != .abort {
+                } catch where policy != .abort && Interruption.received == nil {
                     // Left out, as sqlite3changeset_apply leaves out what conflicts under omit.
                 }
             }
             result.rowsChanged = Int(applied) + finished
+        }
         }
         result.committed = !dryRun
         return result

@@ -1,6 +1,6 @@
 // Applies a SQL patch (such as `litectl diff --format sql` writes) to a
-// database in one transaction: all of it or none of it, and nothing at all
-// with a dry run.
+// database in one transaction: all of it or none of it (under a signal or a
+// full disk too), and nothing at all with a dry run.
 import CSQLite
 
 /// What applying a patch did (or would do).
@@ -33,9 +33,12 @@ public enum PatchApplier {
         try connection.execute("PRAGMA foreign_keys=OFF")
         var result = PatchResult()
         do {
-            try connection.writeTransaction(commit: !dryRun) {
+            // All or nothing under a signal or a full disk too (Files/InPlaceWrite.swift).
+            try InPlaceWrite.run(connection, target: path, consequence: "nothing applied, \(DurableFolder.baseName(of: path)) is as it was") {
+              try connection.writeTransaction(commit: !dryRun) {
                 let before = sqlite3_total_changes64(connection.rawHandle)
                 try connection.forEachStatement(in: script) { statement in
+                    try Interruption.check()
                     // Keywords fold like names: ASCII letters only.
                     let head = String(withoutLeadingComments(statement.sql).prefix(64))
                     let skipped = ["BEGIN", "COMMIT", "END", "ROLLBACK"].contains { sqlNameHasPrefix(head, $0) }
@@ -45,6 +48,7 @@ public enum PatchApplier {
                     while try statement.step() {}
                 }
                 result.rowsChanged = Int(sqlite3_total_changes64(connection.rawHandle) - before)
+              }
             }
         } catch let error as DatabaseError {
             throw PatchConfinement.explainSyntax(confinement.explain(error, patch: patch), patch: patch, target: path)

@@ -39,6 +39,9 @@ public enum Loader {
         var summary = LoadSummary()
         summary.createdDatabase = session.createsDatabase
         do {
+          // All or nothing under a signal or a full disk too (Files/InPlaceWrite.swift):
+          // a signal stops the load, which rolls back.
+          try Interruption.guarding([session.connection]) {
             switch input {
             case .script(let path):
                 try ScriptLoader.run(path: path, session: session)
@@ -58,12 +61,39 @@ public enum Loader {
             }
             summary.statements = session.statements
             summary.rowsChanged = session.rowsChanged
-            try session.finish()
+            try session.commit()
+          }
+        } catch {
+            // The rollback is not cut short by another signal.
+            throw Interruption.deferring { () -> any Error in
+                session.abandon()
+                return reworded(error, target: target, existing: !session.createsDatabase, busyTimeout: busyTimeout)
+            }
+        }
+        do {
+            try session.complete()
         } catch {
             session.abandon()
             throw error
         }
         return summary
+    }
+
+    /// A failed load's error, once it is rolled back: a signal or a full
+    /// disk named as such, and an existing target's journal rolled back
+    /// should an I/O error have left it hot.
+    static func reworded(_ error: any Error, target: String, existing: Bool, busyTimeout: Int) -> any Error {
+        var left: [String] = []
+        if existing {
+            try? InPlaceWrite.settle(target, busyTimeout: busyTimeout)
+            if InPlaceWrite.journalIsHot(target) { left = [target] }
+        }
+        let consequence = existing ? "nothing was loaded, \(DurableFolder.baseName(of: target)) is as it was" : "nothing was loaded"
+        if var error = error as? LoadError, Interruption.received == nil, left.isEmpty {
+            if error.message.hasPrefix("database or disk is full") { error.message = "disk full (\(error.message))" }
+            return error
+        }
+        return InPlaceWrite.failure(error, target: target, consequence: consequence, journalLeft: left)
     }
 
     /// The files a load of `input` reads (standard input reads none).

@@ -91,6 +91,12 @@ final class LoadSession {
     /// gives a new database its final name (never replacing a file that
     /// appeared there meanwhile).
     func finish() throws {
+        try commit()
+        try complete()
+    }
+
+    /// Runs the held-back triggers, checks the foreign keys and commits.
+    func commit() throws {
         try begin()
         for trigger in deferredTriggers {
             do {
@@ -112,6 +118,10 @@ final class LoadSession {
         }
         try connection.execute("COMMIT")
         inTransaction = false
+    }
+
+    /// After the commit: the journal mode, and a new database's final name.
+    func complete() throws {
         for sql in journalModeStatements {
             try connection.execute(sql)
         }

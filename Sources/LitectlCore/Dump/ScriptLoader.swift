@@ -197,6 +197,7 @@ enum ScriptLoader {
     }
 
     private static func step(_ statement: OpaquePointer, line: () -> Int, source: String, session: LoadSession) throws {
+        try Interruption.check()  // a signal stops the load between statements too
         session.statements += 1
         while true {
             let rc = sqlite3_step(statement)

@@ -75,10 +75,14 @@ public enum TemporaryFiles {
     /// Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink every
     /// registered temporary file and exit with status 2 (litectl's "error"
     /// status, which cron scripts test for). Only `unlink` and `_exit` run in
-    /// the handler: both are async-signal-safe.
+    /// the handler: both are async-signal-safe. During a write into a
+    /// database `Interruption` takes the signal over instead (the write
+    /// rolls back, then the command exits).
     public static func installSignalCleanup() {
         _ = slots
-        let handler: @convention(c) (Int32) -> Void = { _ in
+        Interruption.prepare()
+        let handler: @convention(c) (Int32) -> Void = { signal in
+            if Interruption.takeOver(signal) { return }
             for i in 0..<TemporaryFiles.slotCount {
                 let base = TemporaryFiles.slots + i * TemporaryFiles.slotSize
                 if base[0] != 0 { unlink(base) }

@@ -42,6 +42,7 @@ enum MigrationScript {
             let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
             var offset = 0
             while offset < text.count {
+                try Interruption.check()  // a signal stops the file between statements too
                 var handle: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
                 let rc = sqlite3_prepare_v2(connection.rawHandle, base + offset, Int32(text.count - offset + 1), &handle, &tail)

@@ -4,9 +4,9 @@
 // SHA-256, or each page against its id and the ids' SHA-256, as the snapshot
 // recorded; a damaged page names its pack) and its logical hash compared, quick_check or
 // integrity_check run when asked or when the backup did not check the copy,
-// and the file lands as `litectl restore` lands a backup (rename for a new
-// TARGET; the backup API in one transaction, the old content kept, for an
-// existing one).
+// and the file lands as `litectl restore` lands a backup (renamed into place
+// for a new TARGET or one no other process has open, the old content kept;
+// else the backup API in one transaction).
 // Built on the folder restore (Backup/Restore.swift).
 import Foundation
 #if canImport(Glibc)
@@ -32,6 +32,8 @@ public struct RepoRestoreRequest: Sendable {
     /// `snapshot` then describes (its page size and count, and the ids'
     /// `pages_sha256`).
     public var pageIDs: [PageID]?
+    /// Write an existing target in place even when a rename could replace it (RestoreRequest.inPlace).
+    public var inPlace = false
     public init(snapshot: Snapshot, target: String) { self.snapshot = snapshot; self.target = target }
 }
 
@@ -43,6 +45,8 @@ public struct RepoRestoreOutcome: Sendable {
     /// Pages whose row sums the logical hash took from this host's cache
     /// (RowSumCache), and pages whose rows it decoded.
     public var hashPagesReused = 0, hashPagesDecoded = 0
+    /// Why an existing target was written in place (RestoreOutcome.inPlaceBecause).
+    public var inPlaceBecause: String?
 }
 
 public enum RepoRestore {
@@ -76,8 +80,16 @@ public enum RepoRestore {
             let positions = try request.pageIDs.map { ids in
                 try ids.enumerated().map { n, id in try index.position(of: id).map { UInt32($0) } ?? missing(n, id) }
             } ?? repository.pagePositions(of: snapshot, index: index, missing: missing)
-            let fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
+            let fetched: Int64
+            do {
+                fetched = try writePages(positions, pageSize: snapshot.pageSize, index: index, repository: repository,
                                          into: file, progress: progress)
+            } catch var error as DatabaseError where error.path == file.path {
+                // A full disk names TARGET, and says it stays as it was.
+                error.path = request.target
+                throw InPlaceWrite.failure(error, target: request.target,
+                                           consequence: targetExists ? "nothing restored, \(DurableFolder.baseName(of: request.target)) is as it was" : "nothing restored")
+            }
             return (fetched, positions.map { index.entries[Int($0)].id },
                     PagePacks(of: positions.map { index.blobs[Int(index.entries[Int($0)].blob)].pack }, names: index.packs))
         }
@@ -122,9 +134,11 @@ public enum RepoRestore {
         var restore = RestoreRequest(backup: file.path, target: request.target)
         restore.force = true
         restore.keepOld = request.keepOld
-        restore.verify = .none  // checked above
         restore.timeout = request.timeout
-        outcome.keptOld = try Restore.run(restore).keptOld
+        restore.inPlace = request.inPlace
+        let landed = try Restore.land(rebuilt: file, into: restore)
+        outcome.keptOld = landed.keptOld
+        outcome.inPlaceBecause = landed.inPlaceBecause
         return outcome
     }
 

@@ -1,6 +1,6 @@
 // `litectl transform`: changes a table's definition with SQLite's 12-step
 // rebuild (https://www.sqlite.org/lang_altertable.html#otheralter) in one
-// transaction, with foreign keys off during the move, and proves the result
+// transaction (rolled back on any error, a full disk or a signal), with foreign keys off during the move, and proves the result
 // before commit: every kept value compared row by row with the old table,
 // foreign_key_check no worse than before, quick_check of the new table.
 // Each change runs first on an empty copy of the schema (SchemaReplica), so a
@@ -113,10 +113,13 @@ public enum TableTransformer {
         // PRAGMA foreign_keys is a no-op inside a transaction: set it first.
         try connection.execute("PRAGMA foreign_keys=OFF")
         connection.useSorterThreads()  // the recreated indexes sort on every core
-        return try connection.writeTransaction(commit: mode == .execute) {
-            var report = try execute(connection, request)
-            report.committed = mode == .execute
-            return report
+        // All or nothing under a signal or a full disk too (Files/InPlaceWrite.swift).
+        return try InPlaceWrite.run(connection, target: path, consequence: "nothing was changed, \(DurableFolder.baseName(of: path)) is as it was") {
+            try connection.writeTransaction(commit: mode == .execute) {
+                var report = try execute(connection, request)
+                report.committed = mode == .execute
+                return report
+            }
         }
     }
 

@@ -1,9 +1,12 @@
-// `litectl vacuum`: compacts a database in place (VACUUM, which SQLite makes
-// atomic through its journal), into a new file (VACUUM INTO a hidden temporary
-// file, fsynced and renamed: VACUUM INTO itself writes straight to the final
-// name and never syncs), or a step at a time (PRAGMA incremental_vacuum), with
-// page size and auto_vacuum changes, a disk space check first, and the file's
-// state before and after. See https://www.sqlite.org/lang_vacuum.html
+// `litectl vacuum`: compacts a database where it is (a compacted copy built
+// beside it and renamed over it when no other process has it open, else
+// VACUUM, which SQLite makes atomic through its journal, guarded so that a
+// signal or a full disk rolls it back: Files/InPlaceWrite.swift), into a new
+// file (VACUUM INTO a hidden temporary file, fsynced and renamed: VACUUM INTO
+// itself writes straight to the final name and never syncs), or a step at a
+// time (PRAGMA incremental_vacuum), with page size and auto_vacuum changes, a
+// disk space check first, and the file's state before and after.
+// See https://www.sqlite.org/lang_vacuum.html
 // Built on Stats/: the figures before and after, and the dry run's free pages
 // and unused bytes, are `litectl stats`' (FileStats).
 #if canImport(Glibc)
@@ -41,6 +44,9 @@ public struct VacuumRequest: Sendable {
     /// PRAGMA incremental_vacuum(N) instead of VACUUM (0: every free page).
     public var incrementalPages: Int?
     public var busyTimeout = Connection.defaultBusyTimeout
+    /// Run VACUUM in the file itself even when a compacted copy could be
+    /// renamed over it (`WholeFileReplacement`).
+    public var inPlace = false
     /// The free bytes of a folder's file system (tests stand in a small disk).
     var freeSpace: @Sendable (String) -> Int64? = { DiskSpace.available(at: $0) }
     /// Called between an in-place VACUUM that left WAL and the switch back
@@ -104,6 +110,9 @@ public struct VacuumReport: Sendable {
     /// back to WAL after its VACUUM (nil when it did, or had not to): the
     /// VACUUM is kept and the database is left in DELETE journal mode.
     public var walNotRestored: String?
+    /// Why a full VACUUM ran in the file itself (nil: a compacted copy was
+    /// renamed over it, or it was not a full VACUUM in place).
+    public var inPlaceBecause: String?
 
     /// Bytes given back: the file (and its -wal) before, less after.
     public var reclaimedBytes: Int64 {
@@ -202,16 +211,34 @@ public enum Vacuum {
     }
 
     static func inPlace(_ request: VacuumRequest) throws -> VacuumReport {
+        // The file is this run's target: reading it (the copy's source) does
+        // not protect it from the rename that replaces it (WriteGate).
+        WriteGate.shared.declareTarget(request.path)
+        // A journal a killed writer left is rolled back first.
+        try? InPlaceWrite.settle(request.path, busyTimeout: request.busyTimeout)
+        var renameRefused: String?
+        if request.incrementalPages == nil {
+            let replacement = WholeFileReplacement(target: request.path, inPlace: request.inPlace)
+            if replacement.byRename {
+                if let report = try byRename(request, replacement) { return report }
+                renameRefused = "another process opened it while the copy was made"
+            }
+            renameRefused = renameRefused ?? replacement.inPlaceBecause
+        }
+        let unchanged = "nothing changed, \(DurableFolder.baseName(of: request.path)) is as it was"
         let connection = try Connection(path: request.path, mode: .readWrite, busyTimeout: request.busyTimeout)
         defer { try? connection.close() }
         let before = try FileState.read(connection, path: request.path)
         var report = VacuumReport(mode: request.incrementalPages != nil ? .incremental : .vacuum, before: before, after: before)
+        report.inPlaceBecause = renameRefused
         if let pages = request.incrementalPages {
             guard before.autoVacuum == .incremental else {
                 throw DatabaseError(code: .error, message: "auto_vacuum is \(before.autoVacuum.rawValue): --incremental frees pages only with auto_vacuum=incremental (--auto-vacuum incremental sets it, with a full VACUUM)",
                                     path: request.path)
             }
-            try connection.execute("PRAGMA main.incremental_vacuum(\(pages))")
+            try InPlaceWrite.run(connection, target: request.path, consequence: unchanged) {
+                try connection.execute("PRAGMA main.incremental_vacuum(\(pages))")
+            }
         } else {
             try requireSpace(request, before: before, connection: connection)
             report.rowidsMayChange = try renumberedTables(connection)
@@ -222,7 +249,9 @@ public enum Vacuum {
             if let pageSize = request.pageSize { try connection.execute("PRAGMA main.page_size=\(pageSize)") }
             if let mode = request.autoVacuum { try connection.execute("PRAGMA main.auto_vacuum=\(mode.value)") }
             do {
-                try connection.execute("VACUUM main")
+                try InPlaceWrite.run(connection, target: request.path, consequence: unchanged) {
+                    try connection.execute("VACUUM main")
+                }
             } catch {
                 if wal && pageSizeChanges { try? connection.execute("PRAGMA main.journal_mode=WAL") }
                 throw error
@@ -252,6 +281,37 @@ public enum Vacuum {
         return report
     }
 
+    /// A full VACUUM of a file no other process has open: VACUUM INTO a
+    /// hidden file beside it (which keeps rowids), renamed over it with its
+    /// owner, group and mode. A signal or an error before the rename leaves
+    /// the file as it was (the copy goes). Nil when another process opened
+    /// or wrote the file meanwhile: it is then vacuumed in place.
+    static func byRename(_ request: VacuumRequest, _ replacement: WholeFileReplacement) throws -> VacuumReport? {
+        let folder = DurableFolder.parent(of: request.path)
+        let stem = DurableFolder.baseName(of: request.path)
+        let source = try Connection(path: request.path, mode: .readOnly, busyTimeout: request.busyTimeout)
+        defer { try? source.close() }
+        let before = try source.readTransaction { try FileState.read(source, path: request.path) }
+        var besideRequest = request
+        besideRequest.into = request.path
+        try requireSpace(besideRequest, before: before, connection: source)
+        TemporaryFiles.removeStale(in: folder, stem: stem)
+        let file = try TemporaryFile(in: folder, stem: stem, permissions: try DurableFolder.permissions(of: request.path))
+        defer { file.discard() }
+        var state: FileState
+        do {
+            state = try compact(source, before: before, request: request, into: file, reportedAs: request.path)
+        } catch {
+            throw InPlaceWrite.failure(error, target: request.path, consequence: "nothing changed, \(stem) is as it was")
+        }
+        try source.close()
+        guard try replacement.swap(file, busyTimeout: request.busyTimeout) else { return nil }
+        state.path = request.path
+        state.fileSize = FileCheck.size(of: request.path) ?? state.fileSize
+        state.walSize = nil
+        return VacuumReport(mode: .vacuum, before: before, after: state)
+    }
+
     static func vacuumInto(_ request: VacuumRequest, output: String) throws -> VacuumReport {
         let folder = DurableFolder.parent(of: output)
         guard DurableFolder.isFolder(folder) else {
@@ -269,35 +329,7 @@ public enum Vacuum {
         TemporaryFiles.removeStale(in: folder, stem: stem)
         let file = try TemporaryFile(in: folder, stem: stem, permissions: try DurableFolder.permissions(of: request.path))
         do {
-            // The new file's page size and auto_vacuum: VACUUM INTO takes the
-            // connection's pending ones (read-only connections keep them too);
-            // what it does not take is set on the new file below.
-            if let pageSize = request.pageSize { try source.execute("PRAGMA main.page_size=\(pageSize)") }
-            if let mode = request.autoVacuum, (mode == .none) != (before.autoVacuum == .none) {
-                try? source.execute("PRAGMA main.auto_vacuum=\(mode.value)")
-            }
-            let statement = try source.prepare("VACUUM main INTO ?1")
-            try statement.bind(.text(Array(Connection.fileURI(file.path).utf8)), at: 1)
-            _ = try statement.step()
-
-            let copy = try Connection(path: file.path, mode: .readWrite, busyTimeout: request.busyTimeout)
-            var state = try FileState.read(copy, path: file.path)
-            let pageSizeOff = request.pageSize.map { Int64($0) != state.pageSize } ?? false
-            if let mode = request.autoVacuum, mode != state.autoVacuum {
-                try copy.execute("PRAGMA main.auto_vacuum=\(mode.value)")
-                // Between full and incremental the header changes at once; from or to none it takes a VACUUM.
-                if (mode == .none) != (state.autoVacuum == .none) && !pageSizeOff { try copy.execute("VACUUM main") }
-            }
-            if pageSizeOff, let pageSize = request.pageSize {
-                try copy.execute("PRAGMA main.page_size=\(pageSize)")
-                try copy.execute("VACUUM main")
-            }
-            if before.journalMode == "wal" && state.journalMode != "wal" {
-                try copy.execute("PRAGMA main.journal_mode=WAL")
-            }
-            state = try FileState.read(copy, path: file.path)
-            try copy.close()
-            try requireSettings(request, state, path: output)
+            var state = try compact(source, before: before, request: request, into: file, reportedAs: output)
             try file.commit(as: output, replace: request.replace)
             state.path = output
             state.fileSize = FileCheck.size(of: output) ?? state.fileSize
@@ -307,6 +339,43 @@ public enum Vacuum {
             file.discard()
             throw error
         }
+    }
+
+    /// VACUUM INTO `file` from `source`, with the page size, auto_vacuum
+    /// and journal mode the request and the source call for; returns the
+    /// new file's state (checked against the request: `requireSettings`).
+    static func compact(_ source: Connection, before: FileState, request: VacuumRequest, into file: TemporaryFile,
+                        reportedAs output: String) throws -> FileState {
+        // The new file's page size and auto_vacuum: VACUUM INTO takes the
+        // connection's pending ones (read-only connections keep them too);
+        // what it does not take is set on the new file below.
+        if let pageSize = request.pageSize { try source.execute("PRAGMA main.page_size=\(pageSize)") }
+        if let mode = request.autoVacuum, (mode == .none) != (before.autoVacuum == .none) {
+            try? source.execute("PRAGMA main.auto_vacuum=\(mode.value)")
+        }
+        let statement = try source.prepare("VACUUM main INTO ?1")
+        try statement.bind(.text(Array(Connection.fileURI(file.path).utf8)), at: 1)
+        _ = try statement.step()
+
+        let copy = try Connection(path: file.path, mode: .readWrite, busyTimeout: request.busyTimeout)
+        var state = try FileState.read(copy, path: file.path)
+        let pageSizeOff = request.pageSize.map { Int64($0) != state.pageSize } ?? false
+        if let mode = request.autoVacuum, mode != state.autoVacuum {
+            try copy.execute("PRAGMA main.auto_vacuum=\(mode.value)")
+            // Between full and incremental the header changes at once; from or to none it takes a VACUUM.
+            if (mode == .none) != (state.autoVacuum == .none) && !pageSizeOff { try copy.execute("VACUUM main") }
+        }
+        if pageSizeOff, let pageSize = request.pageSize {
+            try copy.execute("PRAGMA main.page_size=\(pageSize)")
+            try copy.execute("VACUUM main")
+        }
+        if before.journalMode == "wal" && state.journalMode != "wal" {
+            try copy.execute("PRAGMA main.journal_mode=WAL")
+        }
+        state = try FileState.read(copy, path: file.path)
+        try copy.close()
+        try requireSettings(request, state, path: output)
+        return state
     }
 
     /// Rowid tables with neither an INTEGER PRIMARY KEY nor an index: SQLite's

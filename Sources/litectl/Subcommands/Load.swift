@@ -13,7 +13,11 @@ struct Load: ParsableCommand {
             everything loaded (a killed run's file is removed by the next load there). An \
             existing DB is changed inside one BEGIN IMMEDIATE transaction. On any error \
             nothing stays: the transaction rolls back, a new DB never appears, exit status \
-            2 and one line naming the file, the line and SQLite's message.
+            2 and one line naming the file, the line and SQLite's message. So with a full \
+            disk ("disk full") and SIGINT, SIGTERM or SIGHUP ("interrupted by SIGTERM"): \
+            the transaction is rolled back before litectl exits; after SIGKILL an existing \
+            DB keeps its journal, as SQLite leaves it for any killed writer, and the next \
+            write of DB rolls it back.
 
             INPUT is a SQL script (- reads stdin), a .csv or .jsonl file of one table's rows \
             (--table names the table; by default the file's name, as dump names the files), \
@@ -94,7 +98,7 @@ struct Load: ParsableCommand {
     }
 
     func run() throws {
-        TemporaryFiles.installSignalCleanup()
+        Interruption.install(naming: databasePath)
         let source: LoadInput
         if isFolder {
             source = .folder(input)

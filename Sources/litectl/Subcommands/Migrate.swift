@@ -55,16 +55,40 @@ struct MigrateApply: ParsableCommand {
             (exit status 2, naming the file) until it is renumbered above the version. \
             `litectl migrate status` lists applied, pending and skipped files.
 
+            The files are confined to DB as a patch is, by an authorizer SQLite consults \
+            as it prepares each statement: ATTACH, DETACH, VACUUM INTO and \
+            load_extension() are refused, and so is every PRAGMA but those a schema change \
+            needs (foreign_keys, defer_foreign_keys, legacy_alter_table, \
+            recursive_triggers, case_sensitive_like, user_version, application_id, \
+            optimize, analysis_limit, and reading table_info, index_list, \
+            foreign_key_check, quick_check and the like): a refused file is rolled back \
+            and named (exit status 2). --allow-attach NAME=PATH (repeatable) lets the \
+            files write another database: litectl attaches PATH (an existing database) \
+            as NAME before the first file, backs it up as it backs up DB, and each file's \
+            changes to it are in that file's transaction (the files use NAME; their own \
+            ATTACH of that same file and DETACH NAME do nothing). In rollback-journal mode \
+            SQLite commits a transaction over several files atomically; a WAL-mode \
+            database commits apart from the others (a warning says so).
+
+            On a full disk ("disk full") or SIGINT, SIGTERM or SIGHUP ("interrupted by \
+            SIGTERM") the file in flight is rolled back before litectl exits 2: the \
+            database stays at the previous version, the files before it applied. After \
+            SIGKILL the file's journal stays, as SQLite leaves it for any killed writer; \
+            the next run (or any write) rolls it back. See docs/safety.md (installed as \
+            /usr/local/share/doc/litectl/safety.md).
+
             --dry-run changes nothing: it copies the database to a temporary file \
             (backup API, in $TMPDIR), runs the chain on the copy with every check, and \
             prints what would run and then the diff of the copy before and after (schema \
             changes, user_version, and per table +inserted -deleted ~updated rows, as \
-            `litectl diff --summary`; _litectl_migrations left out).
+            `litectl diff --summary`; _litectl_migrations left out). The databases \
+            --allow-attach names are copied too, and changed only as copies (their \
+            changes are not in the diff).
 
             Silent on success unless -v or stdout is a terminal (then one line per file \
             applied, and the backup's path); --json prints one JSON object: path, dry_run, \
-            from_version, to_version, backup, applied [{version, file, direction, \
-            to_version, seconds}], accepted_edits, error. Exit status: 0 done (or nothing \
+            from_version, to_version, backup, attached_backups, applied [{version, file, \
+            direction, to_version, seconds}], accepted_edits, error. Exit status: 0 done (or nothing \
             to do), 1 refused (edited files), 2 error.
             """)
 
@@ -89,6 +113,9 @@ struct MigrateApply: ParsableCommand {
     @Flag(help: "Record the new checksums of applied files that were edited, instead of refusing to run.")
     var acceptEdited = false
 
+    @Option(help: ArgumentHelp("Let the files write the database at PATH, attached as NAME and backed up first (repeatable).", valueName: "name=path"))
+    var allowAttach: [String] = []
+
     @OptionGroup var voice: VoiceOptions
     var verbose: Bool { voice.verbose }
     var json: Bool { voice.json }
@@ -101,12 +128,24 @@ struct MigrateApply: ParsableCommand {
         }
         if noBackup && backupDir != nil { throw ValidationError("Give --backup-dir or --no-backup, not both.") }
         if dryRun && json { throw ValidationError("--dry-run prints the diff as text; it does not go with --json.") }
+        _ = try attachable()
+    }
+
+    /// The --allow-attach databases.
+    func attachable() throws -> [AttachableDatabase] {
+        try allowAttach.map { given in
+            guard let equals = given.firstIndex(of: "="), equals != given.startIndex, given.index(after: equals) != given.endIndex else {
+                throw ValidationError("--allow-attach takes NAME=PATH (the schema name the files use, and the database file), not \(given).")
+            }
+            return AttachableDatabase(name: String(given[..<equals]), path: String(given[given.index(after: equals)...]))
+        }
     }
 
     func run() throws {
         noteHotJournals(voice)
-        TemporaryFiles.installSignalCleanup()
+        Interruption.install(naming: database)
         var request = MigrateRequest(database: database, folder: folder)
+        request.attachable = try attachable()
         request.target = to
         request.backup = !noBackup
         request.backupFolder = backupDir
@@ -132,7 +171,8 @@ struct MigrateApply: ParsableCommand {
                 outcome = try MigrationRunner.dryRun(request, sink: sink, colour: colour, onStep: onStep)
                 try sink.flush()
             } else {
-                outcome = try MigrationRunner.run(request, onStep: onStep)
+                let quiet = voice.quiet
+                outcome = try MigrationRunner.run(request, onStep: onStep, onWarning: { if !quiet { printError("warning: " + $0) } })
             }
         } catch let refusal as MigrationRefusal {
             if json { printExact(Self.json(nil, path: database, applied: [], error: refusal.description).compact) }
@@ -152,6 +192,7 @@ struct MigrateApply: ParsableCommand {
             printOut("\(dryRun ? "would record" : "recorded") the new checksum of \(edit.file) (edited after it ran)")
         }
         if let backup = outcome.backup { printOut("backup: \(backup.backupPath)") }
+        for backup in outcome.attachedBackups { printOut("backup: \(backup.backupPath)") }
         if outcome.applied.isEmpty {
             printOut("\(database): at version \(outcome.fromVersion); nothing to do")
         } else if dryRun {
@@ -170,6 +211,7 @@ struct MigrateApply: ParsableCommand {
             ("from_version", outcome.map { .integer($0.fromVersion) } ?? .null),
             ("to_version", outcome.map { .integer($0.toVersion) } ?? applied.last.map { .integer($0.step.toVersion) } ?? .null),
             ("backup", .optional(outcome?.backup?.backupPath, JSON.string)),
+            ("attached_backups", .array((outcome?.attachedBackups ?? []).map { .string($0.backupPath) })),
             ("applied", .array(applied.map { applied in
                 .object([("version", .integer(applied.step.version)), ("file", .string(applied.step.file.name)),
                          ("direction", .string(applied.step.direction.rawValue)),

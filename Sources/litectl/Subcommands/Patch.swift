@@ -12,7 +12,11 @@ struct Patch: ParsableCommand {
             Runs the statements of PATCH (a file, or - for stdin) on A inside one \
             BEGIN IMMEDIATE transaction with foreign-key enforcement off; the patch's \
             own BEGIN/COMMIT and PRAGMA foreign_keys lines are skipped. On any error \
-            the transaction is rolled back and A is left as it was. --dry-run runs \
+            the transaction is rolled back and A is left as it was: a full disk says \
+            "disk full", SIGINT, SIGTERM or SIGHUP "interrupted by SIGTERM" (the \
+            transaction is rolled back before litectl exits; after SIGKILL A's journal \
+            is left, as SQLite leaves it for any killed writer, and the next write of A \
+            rolls it back). --dry-run runs \
             the patch, reports what it would change, and rolls back. PATCH may be a \
             pipe or FIFO, e.g. <(litectl diff --format sql B C).
 
@@ -66,6 +70,7 @@ struct Patch: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
+        Interruption.install(naming: a)
         do {
             let bytes = patch == "-" ? [UInt8](FileHandle.standardInput.readDataToEndOfFile())
                                      : try FileStreams.readAll(patch)

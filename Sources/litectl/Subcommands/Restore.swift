@@ -14,18 +14,31 @@ struct Restore: ParsableCommand {
             A TARGET that does not exist is written to a temporary file beside it and \
             renamed into place, with the backup's permission bits. An existing TARGET is \
             refused unless --force; then its current content is first copied to \
-            TARGET.before-restore-<UTC timestamp> (unless --no-keep), and the backup is \
-            copied in through SQLite's backup API in one write transaction on TARGET: \
-            processes that have TARGET open see the old content until the restore \
-            commits and the new content after (a crash midway rolls back through TARGET's \
-            journal; TARGET is never half-written). Other connections' locks are waited \
-            for up to --timeout. A WAL-mode TARGET must have the backup's page size. A \
-            TARGET that is not a database at all (a destroyed header) is kept the same \
-            way and replaced by a rename instead.
+            TARGET.before-restore-<UTC timestamp> (-2, -3... when that name is taken; unless \
+            --no-keep), and the backup lands \
+            all or nothing. When no other process has TARGET open (as /proc shows; as \
+            another user than root, other users' processes count as having it open), \
+            TARGET is in rollback-journal mode and has one link and no extended attributes \
+            (ACLs, security labels), a complete copy is built beside it and renamed over \
+            it, with TARGET's owner, group and mode. Otherwise \
+            (or with --in-place) the backup is copied in through SQLite's backup API in \
+            one write transaction on TARGET: processes that have TARGET open see the old \
+            content until the restore commits and the new content after. Other \
+            connections' locks are waited for up to --timeout. A WAL-mode TARGET must have \
+            the backup's page size. A TARGET that is not a database at all (a destroyed \
+            header) is kept the same way and replaced by a rename.
+
+            On any error, a full disk ("disk full") or SIGINT, SIGTERM or SIGHUP \
+            ("interrupted by SIGTERM"), TARGET is left as it was, its transaction rolled \
+            back before litectl exits 2. After SIGKILL an in-place restore leaves TARGET's \
+            journal, as SQLite does for any killed writer: the next restore (or any \
+            write) rolls it back first. docs/safety.md (installed as \
+            /usr/local/share/doc/litectl/safety.md) says how this is tested.
 
             Silent on success (-v prints what was done; --json one object: backup, \
             target, sha256, sha256_matches, check, replaced_existing, kept_old). TARGET \
-            is never the backup itself, its manifest, or a link to them. Exit status: 0 \
+            is never the backup itself, its manifest, or a link to them; in_place_because \
+            says why an existing TARGET was written in place (null: renamed). Exit status: 0 \
             restored, 2 anything else (nothing changed).
             
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
@@ -70,6 +83,9 @@ struct Restore: ParsableCommand {
     @Flag(help: "With --force, do not keep TARGET's old content.")
     var noKeep = false
 
+    @Flag(help: "With --force, write into TARGET's own file in one transaction even when no other process has it open (for a TARGET other hosts or containers may have open).")
+    var inPlace = false
+
     @Flag(help: "quick_check instead of integrity_check when verifying the backup (the same as --verify quick).")
     var quick = false
 
@@ -85,12 +101,13 @@ struct Restore: ParsableCommand {
 
     func validate() throws {
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
+        if inPlace && !force { throw ValidationError("--in-place only applies with --force.") }
         if quick && verify != nil { throw ValidationError("--quick is --verify quick: give one of them.") }
         if !repository.isGiven { try repository.requireNoRepositoryOptions() }
     }
 
     func run() throws {
-        TemporaryFiles.installSignalCleanup()
+        Interruption.install(naming: target)
         if repository.isGiven { return try runRepository() }
         if db != nil || at != nil {
             printError("--db and --at select a snapshot: they need --repo"); throw ExitCode(64)
@@ -98,6 +115,7 @@ struct Restore: ParsableCommand {
         var request = RestoreRequest(backup: backup, target: target)
         request.force = force
         request.keepOld = !noKeep
+        request.inPlace = inPlace
         request.verify = quick ? .quick : verify?.level ?? .full
         request.timeout = timeout
         request.busyTimeout = lockWait.milliseconds(default: 60)
@@ -111,16 +129,23 @@ struct Restore: ParsableCommand {
                                         ("sha256", .string(check.sha256)), ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
                                         ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
                                         ("replaced_existing", .bool(outcome.replacedExisting)),
-                                        ("kept_old", .optional(outcome.keptOld) { .string($0) })]).compact)
+                                        ("kept_old", .optional(outcome.keptOld) { .string($0) }),
+                                        ("in_place_because", .optional(outcome.inPlaceBecause) { .string($0) })]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
-                printOut("restored \(backup) into \(target)")
+                printOut("restored \(backup) into \(target)" + Self.how(outcome.replacedExisting, outcome.inPlaceBecause))
             }
         } catch {
             bar.clear()
             printError(describe(error))
             throw ExitStatus.error
         }
+    }
+
+    /// How an existing TARGET was replaced, for -v.
+    static func how(_ replacedExisting: Bool, _ inPlaceBecause: String?) -> String {
+        guard replacedExisting else { return "" }
+        return inPlaceBecause.map { " in place, in one transaction (\($0))" } ?? " by a rename (no other process had it open)"
     }
 
     func runRepository() throws {
@@ -139,6 +164,7 @@ struct Restore: ParsableCommand {
             if case .state(_, let s) = point { state = s }
             request.force = force
             request.keepOld = !noKeep
+            request.inPlace = inPlace
             request.timeout = timeout
             request.verify = quick ? .quick : verify?.level
             let level = request.verify ?? RepoRestore.defaultCheck(for: snapshot)
@@ -151,11 +177,13 @@ struct Restore: ParsableCommand {
                                       ("pages", .integer(Int64(outcome.pages))), ("bytes_fetched", .integer(outcome.bytesFetched)),
                                       ("replaced_existing", .bool(outcome.replacedExisting)),
                                       ("kept_old", .optional(outcome.keptOld) { .string($0) }),
+                                      ("in_place_because", .optional(outcome.inPlaceBecause) { .string($0) }),
                                       ("logical_hash", snapshot.logicalHash.isEmpty ? .null : .string(snapshot.logicalHash)),
                                       ("hash_pages_reused", .integer(Int64(outcome.hashPagesReused))),
                                       ("hash_pages_decoded", .integer(Int64(outcome.hashPagesDecoded)))]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
+                if outcome.replacedExisting { printOut("replaced \(target)" + Self.how(true, outcome.inPlaceBecause)) }
                 let check = level == .none ? "the copy passed \(snapshot.verification.dropLast(3)) at backup time" : "\(level == .full ? "integrity_check" : "quick_check") ok"
                 if let state {
                     printOut("restored state \(state.number) of chain \(snapshot.shortID) of \(snapshot.database) (observed \(Timestamp.iso8601(state.observed))) into \(target): \(outcome.pages) pages; every page matches its id, the ids the state's digest; \(check)")

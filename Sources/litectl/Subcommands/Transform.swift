@@ -33,7 +33,11 @@ struct Transform: ParsableCommand {
             refused unless --allow-conversion. foreign_key_check of the table and of the tables that \
             refer to it must find no row that it did not find before (rows told apart by \
             table, rowid and parent: fixing one orphan does not pay for another), and \
-            quick_check of the new table must pass; otherwise nothing is changed.
+            quick_check of the new table must pass; otherwise nothing is changed. So \
+            with a full disk ("disk full") and SIGINT, SIGTERM or SIGHUP ("interrupted by \
+            SIGTERM", exit status 2): the transaction is rolled back before litectl exits \
+            (after SIGKILL the journal stays, as SQLite leaves it for any killed writer, \
+            and the next write of DB rolls it back).
 
             A column may be named by its old or its new (--rename) name. --type takes a \
             type name (INTEGER, VARCHAR(20)). --default takes SQL as written after \
@@ -168,6 +172,7 @@ struct Transform: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        Interruption.install(naming: database)
         var request = TransformRequest(table: table, changes: try changes())
         request.allowConversion = allowConversion
         request.compareAll = compareAll

@@ -10,14 +10,23 @@ struct Vacuum: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compact a database (VACUUM, VACUUM INTO, incremental_vacuum) and report the space given back.",
         discussion: """
-            In place, runs VACUUM: SQLite rebuilds the file in a temporary copy and writes \
-            it back through its journal, so the database is whole at every moment (a \
-            killed run is rolled back the next time the file is opened). Like SQLite's \
-            VACUUM it may give new rowids to tables with neither an INTEGER PRIMARY KEY \
-            nor an index (the report names them; --into keeps rowids). In WAL mode the \
-            WAL is checkpointed afterwards (TRUNCATE) so the file shrinks at once; a reader \
-            that holds the checkpoint back is reported. VACUUM needs the write lock for its \
-            whole run (--timeout waits for it).
+            Without --into the database is compacted where it is, all or nothing. When no \
+            other process has DB open (as /proc shows; as another user than root, other \
+            users' processes count as having it open), DB is in rollback-journal mode and \
+            has one link and no extended attributes (ACLs, security labels), a compacted copy is made with VACUUM INTO beside it (which keeps \
+            rowids) and renamed over it with DB's owner, group and mode. Otherwise (or with \
+            --in-place) VACUUM runs in the file: SQLite rebuilds it in a temporary copy and \
+            writes it back through its journal, so the database is whole at every moment. \
+            Like SQLite's VACUUM it may then give new rowids to tables with neither an \
+            INTEGER PRIMARY KEY nor an index (the report names them; --into keeps rowids). \
+            In WAL mode the WAL is checkpointed afterwards (TRUNCATE) so the file shrinks \
+            at once; a reader that holds the checkpoint back is reported. VACUUM needs the \
+            write lock for its whole run (--timeout waits for it). On any error, a full disk \
+            ("disk full") or SIGINT, SIGTERM or SIGHUP ("interrupted by SIGTERM"), DB is \
+            left as it was (its transaction rolled back, or the copy removed) and the exit \
+            status is 2; after SIGKILL an in-place VACUUM leaves DB's journal, as SQLite \
+            does for any killed writer, and the next write of DB (a vacuum, say) rolls it \
+            back. See docs/safety.md (installed as /usr/local/share/doc/litectl/safety.md).
 
             --into FILE writes a compacted copy instead and leaves DB untouched (read-only, \
             one snapshot): VACUUM INTO a hidden temporary file beside FILE, which is \
@@ -51,7 +60,9 @@ struct Vacuum: ParsableCommand {
             Prints, before and after: file size (and WAL), page size, pages, free pages, \
             auto_vacuum, and the space given back. -q prints nothing on success (for \
             cron); --json prints one object (path, mode, into, before, after, \
-            reclaimed_bytes, checkpoint_complete, rowids_may_change, wal_not_restored, seconds; a dry run: path, dry_run, \
+            reclaimed_bytes, checkpoint_complete, rowids_may_change, wal_not_restored, \
+            in_place_because (why a full VACUUM ran in the file; null when a copy was \
+            renamed over it), seconds; a dry run: path, dry_run, \
             before, freelist_bytes, unused_bytes, pointer_map_pages, min_reclaim_bytes, \
             max_reclaim_bytes, space [{folder, needed, available, enough, for}]). Exit \
             status: 0 done, 1 done but left in DELETE mode, 2 error (including not enough space).
@@ -65,6 +76,9 @@ struct Vacuum: ParsableCommand {
 
     @Flag(help: "With --into: replace an existing file.")
     var force = false
+
+    @Flag(help: "Run VACUUM in DB's own file even when no other process has it open (for a DB other hosts or containers may have open).")
+    var inPlace = false
 
     @Option(help: ArgumentHelp("Page size of the result (512 to 65536, a power of two).", valueName: "bytes"))
     var pageSize: Int?
@@ -95,6 +109,7 @@ struct Vacuum: ParsableCommand {
             }
         }
         if force && into == nil { throw ValidationError("--force applies with --into.") }
+        if inPlace && into != nil { throw ValidationError("--in-place and --into exclude each other.") }
     }
 
     var request: VacuumRequest {
@@ -104,13 +119,14 @@ struct Vacuum: ParsableCommand {
         request.pageSize = pageSize
         request.autoVacuum = autoVacuum
         request.incrementalPages = incremental
+        request.inPlace = inPlace
         request.busyTimeout = database.busyTimeout
         return request
     }
 
     func run() throws {
         noteHotJournals(voice)
-        TemporaryFiles.installSignalCleanup()
+        Interruption.install(naming: databasePath)
         if dryRun { return try runDry() }
         let report: VacuumReport
         do {
@@ -139,6 +155,7 @@ struct Vacuum: ParsableCommand {
                 ("checkpoint_complete", .bool(report.checkpointComplete)),
                 ("rowids_may_change", .array(report.rowidsMayChange.map { .string($0) })),
                 ("wal_not_restored", .optional(report.walNotRestored) { .string($0) }),
+                ("in_place_because", .optional(report.inPlaceBecause) { .string($0) }),
                 ("seconds", .number((report.seconds * 1000).rounded() / 1000)),
             ]).compact)
             return
@@ -151,6 +168,10 @@ struct Vacuum: ParsableCommand {
         case .incremental: title = "PRAGMA incremental_vacuum(\(incremental ?? 0))"
         }
         printOut("\(databasePath): \(title) in \(String(format: "%.2f", report.seconds)) s")
+        if voice.verbose && report.mode == .vacuum {
+            printOut(report.inPlaceBecause.map { "ran in the file, in one transaction (\($0))" }
+                     ?? "a compacted copy was renamed over it (no other process had it open)")
+        }
         printTable([("", "before", report.mode == .vacuumInto ? "copy" : "after")] + Self.rows(report.before, report.after))
         let base = report.before.fileSize + (report.before.walSize ?? 0)
         let share = base > 0 ? String(format: " (%.1f%%)", Double(report.reclaimedBytes) * 100 / Double(base)) : ""
