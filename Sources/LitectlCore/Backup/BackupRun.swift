@@ -92,7 +92,7 @@ public enum BackupRun {
         let (folder, isFolder) = try folder(of: request)
         // The run's protected set, before anything is written: its sources
         // (and their -wal, -journal, -shm) and the destination folder's backups.
-        for source in request.sources { WriteGate.shared.protect(database: source, what: "a database being backed up") }
+        for source in request.sources { WriteGate.shared.protect(database: source, what: "a database being backed up", changeable: false) }
         let owner = isFolder ? WriteGate.shared.protect(tree: folder, what: "the backup folder \(folder)", kind: .backupFolder) : nil
         if let path = request.metricsFile {
             try BackupMetrics.require(path, apartFrom: request.sources.map { BackupJob.resolvedPath($0) }, otherInputs: [])

@@ -57,6 +57,10 @@ public final class WriteGate: @unchecked Sendable {
         /// The path with every link resolved (for a missing file: its folder resolved).
         var resolved: String
         var what: String
+        /// A database the run reads and may also change in place (its own
+        /// target, a replicated database it checkpoints): no output replaces
+        /// it, but a read-write connection may open it.
+        var changeable = false
     }
 
     struct TreeEntry {
@@ -118,24 +122,28 @@ public final class WriteGate: @unchecked Sendable {
             s.targets.formUnion(names)
             // What a read of the target protected before this call (its own
             // entries only) no longer holds.
-            s.files.removeAll { entry in names.contains(entry.resolved) && entry.what.hasPrefix(Self.readRole) }
+            s.files.removeAll { entry in names.contains(entry.resolved) && entry.changeable }
         }
     }
 
-    /// The role an automatic protection (a read-only open) gives a database.
+    /// The role a read-only open gives a database.
     public static let readRole = "a database this run reads"
 
     // MARK: The protected set
 
     /// Protects a database the run reads, with its -wal, -journal and -shm
     /// (which SQLite reads with it, present or not yet). `what` names it in a
-    /// refusal: "a database this run reads".
-    public func protect(database path: String, what: String = WriteGate.readRole) {
+    /// refusal: "a database this run reads". A `changeable` one (the default:
+    /// every read-only open; a database `replicate` checkpoints) may still be
+    /// opened read-write (`requireChangeable`); one the run only reads (a
+    /// backup's sources) may not.
+    public func protect(database path: String, what: String = WriteGate.readRole, changeable: Bool = true) {
         guard isActive else { return }
         var entries = [Self.entry(path, what: what)]
         for suffix in SameFileRule.companionSuffixes {
             entries.append(Self.entry(path + suffix, what: "the \(suffix) file of \(what)"))
         }
+        for i in entries.indices { entries[i].changeable = changeable }
         add(entries)
     }
 
@@ -189,10 +197,13 @@ public final class WriteGate: @unchecked Sendable {
     private func add(_ entries: [Entry]) {
         state.withLock { s in
             for entry in entries where !s.owned.contains(entry.resolved) {
-                if entry.what.hasPrefix(Self.readRole) || entry.what.hasSuffix(Self.readRole),
-                   s.targets.contains(entry.resolved) { continue }
-                if s.files.contains(where: { Array($0.resolved.utf8) == Array(entry.resolved.utf8)
-                                                && $0.identity == entry.identity }) { continue }
+                if entry.changeable, s.targets.contains(entry.resolved) { continue }
+                if let i = s.files.firstIndex(where: { Array($0.resolved.utf8) == Array(entry.resolved.utf8)
+                                                         && $0.identity == entry.identity }) {
+                    // The stricter protection, and its words, win.
+                    if s.files[i].changeable && !entry.changeable { s.files[i] = entry }
+                    continue
+                }
                 s.files.append(entry)
             }
         }
@@ -239,6 +250,15 @@ public final class WriteGate: @unchecked Sendable {
         try requireUnprotected(path, owner: owner, doing: "write")
     }
 
+    /// Throws when the run may not change the database `path` in place (a
+    /// read-write connection: patch, load, transform, migrate, analyze,
+    /// query --write, and SQLite's own journal beside it): it is protected as
+    /// something other than a database the run reads (its target is read
+    /// too), or lies inside a protected tree.
+    public func requireChangeable(database path: String) throws {
+        try requireUnprotected(path, owner: nil, doing: "write", ignoringReads: true)
+    }
+
     /// Throws when the run may not delete `path`: it is in the protected set,
     /// or inside a protected tree whose token `owner` is not.
     public func requireDeletable(_ path: String, owner: Tree? = nil) throws {
@@ -251,7 +271,7 @@ public final class WriteGate: @unchecked Sendable {
         (try? requireUnprotected(path, owner: owner, doing: "delete")) != nil
     }
 
-    private func requireUnprotected(_ path: String, owner: Tree?, doing: String) throws {
+    private func requireUnprotected(_ path: String, owner: Tree?, doing: String, ignoringReads: Bool = false) throws {
         let (files, trees, owned, ownedFolders) = state.withLock { s in
             (s.active ? s.files : [], s.active ? s.trees : [:], s.owned, s.ownedFolders)
         }
@@ -267,7 +287,7 @@ public final class WriteGate: @unchecked Sendable {
         // stays the run's to replace or remove.
         if names.contains(where: { owned.contains($0) }) { return }
         if names.contains(where: { name in ownedFolders.contains { Array(name.utf8).starts(with: Array(($0 + "/").utf8)) } }) { return }
-        for entry in files {
+        for entry in files where !(ignoringReads && entry.changeable) {
             let sameFile = identity != nil && identity == entry.identity
             let sameName = names.contains { Array($0.utf8) == Array(entry.resolved.utf8) }
             if sameFile || sameName {

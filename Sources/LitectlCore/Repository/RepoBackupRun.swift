@@ -113,7 +113,7 @@ public enum RepoBackupRun {
                            report: @escaping @Sendable (RepoBatchResult) -> Void = { _ in }) throws -> RepoBackupRunOutcome {
         // The run's protected set, before anything is written: its sources
         // (the repository, its key and config file are in it already).
-        for source in settings.sources { WriteGate.shared.protect(database: source, what: "a database being backed up") }
+        for source in settings.sources { WriteGate.shared.protect(database: source, what: "a database being backed up", changeable: false) }
         if let path = settings.metricsFile {
             try BackupMetrics.require(path, apartFrom: settings.sources.map { BackupJob.resolvedPath($0) }, otherInputs: settings.otherInputs)
         }

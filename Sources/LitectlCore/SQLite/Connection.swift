@@ -95,7 +95,7 @@ public final class Connection {
         self.mode = mode
         // What the run reads is in its protected set (`WriteGate`): no output
         // of the run writes over it or its -wal, -journal or -shm.
-        if mode == .readOnly { WriteGate.shared.protect(database: path) }
+        if mode == .readOnly { WriteGate.shared.protect(database: path) } else { try WriteGate.shared.requireChangeable(database: path) }
         // The check and the count are one step under the registry's lock, so
         // that two threads opening one file never close a descriptor of it
         // while the other reads it; the file's shape (the one check that opens
