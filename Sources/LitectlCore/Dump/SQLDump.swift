@@ -282,6 +282,7 @@ struct ScriptWriter {
                                    rowNumber: Int64, line: inout [UInt8]) throws {
         let limits = options.pieces
         let recordLimit = limits.recordBytes ?? connection.lengthLimit
+        let sqlLimit = limits.sqlBytes ?? connection.sqlLengthLimit
         let record = ValuePieces.recordSize(row, count: count, encoding: encoding)
         if record > recordLimit {
             throw DumpStopped(path: connection.path, table: table.name, rowsRead: rowNumber - 1, lastRowid: nil,
@@ -301,9 +302,9 @@ struct ScriptWriter {
                         length += 96
                         continue
                     }
-                    if length + literal > connection.sqlLengthLimit {
+                    if length + literal > sqlLimit {
                         throw DumpStopped(path: connection.path, table: table.name, rowsRead: rowNumber - 1, lastRowid: nil,
-                                          refusedRowid: rowid(row, table), cause: DatabaseError(code: .toobig, message: "column \(quoteIdentifier(table.writtenColumns[i])) holds a \(cellIsText(cell) ? "TEXT" : "BLOB") of \(groupedDigits(b.count)) bytes: its literal passes SQLite's limit on a statement (SQLITE_MAX_SQL_LENGTH, \(groupedDigits(connection.sqlLengthLimit)) bytes) and it cannot be written in pieces into a \(encoding.rawValue) database (dump --format jsonl keeps it)"))
+                                          refusedRowid: rowid(row, table), cause: DatabaseError(code: .toobig, message: "column \(quoteIdentifier(table.writtenColumns[i])) holds a \(cellIsText(cell) ? "TEXT" : "BLOB") of \(groupedDigits(b.count)) bytes: its literal passes SQLite's limit on a statement (SQLITE_MAX_SQL_LENGTH, \(groupedDigits(sqlLimit)) bytes) and it cannot be written in pieces into a \(encoding.rawValue) database (dump --format jsonl keeps it)"))
                     }
                 }
                 length += literal
@@ -357,16 +358,6 @@ func cellIsText(_ cell: Cell) -> Bool {
     return false
 }
 
-/// `n` with a comma between groups of three digits (1,000,000,000), as messages name limits.
-func groupedDigits(_ n: Int) -> String {
-    let digits = Array(String(n.magnitude))
-    var out = ""
-    for (i, d) in digits.enumerated() {
-        if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-        out.append(d)
-    }
-    return (n < 0 ? "-" : "") + out
-}
 
 extension String {
     /// The string on one line: CR and LF as spaces (for `--` comments and

@@ -201,10 +201,27 @@ enum ScriptLoader {
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_ROW { continue }
-            if rc == SQLITE_DONE { return }
+            if rc == SQLITE_DONE {
+                if isPieceStatement(statement) {
+                    // A dump's pieces of a large value (ValuePieces): neither a
+                    // statement nor rows of the database, as a summary counts them.
+                    session.statements -= 1
+                    session.uncountedChanges += sqlite3_changes64(session.connection.rawHandle)
+                }
+                return
+            }
             throw LoadError(source: source, line: line(), message: String(cString: sqlite3_errmsg(session.connection.rawHandle)))
         }
     }
+
+    /// True for the statements a dump writes a large value's pieces with
+    /// (`INSERT INTO temp.litectl_dump_piece...`, `DELETE FROM ...`).
+    private static func isPieceStatement(_ statement: OpaquePointer) -> Bool {
+        guard let sql = sqlite3_sql(statement) else { return false }
+        return pieceStatementStarts.contains { strncmp(sql, $0, $0.utf8.count) == 0 }
+    }
+
+    private static let pieceStatementStarts = ["INSERT INTO \(ValuePieces.table)(", ValuePieces.empty]
 
     /// The table named by SQLite's "table X may not be modified" (defensive
     /// mode refusing a write to a shadow table), if that is the error.

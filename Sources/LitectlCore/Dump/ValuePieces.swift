@@ -21,6 +21,9 @@ struct PieceLimits: Sendable {
     /// The largest row record a loader builds (nil: the dump connection's
     /// SQLITE_LIMIT_LENGTH, which is SQLite's default, as in the sqlite3 shell).
     var recordBytes: Int? = nil
+    /// The longest statement a loader prepares (nil: the dump connection's
+    /// SQLITE_LIMIT_SQL_LENGTH, SQLite's default).
+    var sqlBytes: Int? = nil
 }
 
 /// The temporary table the pieces go through, in the loading connection's

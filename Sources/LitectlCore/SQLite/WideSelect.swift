@@ -5,20 +5,6 @@
 // that the rows are checked to be the same. See https://www.sqlite.org/limits.html
 import CSQLite
 
-extension Connection {
-    /// The most result columns a SELECT may have on this connection
-    /// (SQLITE_LIMIT_COLUMN; also the most columns of a table, an index, an
-    /// ORDER BY and an UPDATE's SET list).
-    public var columnLimit: Int { Int(sqlite3_limit(rawHandle, SQLITE_LIMIT_COLUMN, -1)) }
-
-    /// The longest string or BLOB, and the largest row record, this connection
-    /// reads or writes (SQLITE_LIMIT_LENGTH, 1,000,000,000 bytes by default).
-    public var lengthLimit: Int { Int(sqlite3_limit(rawHandle, SQLITE_LIMIT_LENGTH, -1)) }
-
-    /// The longest SQL statement this connection prepares (SQLITE_LIMIT_SQL_LENGTH).
-    public var sqlLengthLimit: Int { Int(sqlite3_limit(rawHandle, SQLITE_LIMIT_SQL_LENGTH, -1)) }
-}
-
 /// `SELECT c0, c1, ..., cN <tail>` where column 0 is the rowid (under any of
 /// its names) and `tail` orders the rows by something unique, so that every
 /// part reads the rows in one order: the first part selects the first
