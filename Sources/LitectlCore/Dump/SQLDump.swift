@@ -283,7 +283,7 @@ struct ScriptWriter {
         let limits = options.pieces
         let recordLimit = limits.recordBytes ?? connection.lengthLimit
         let sqlLimit = limits.sqlBytes ?? connection.sqlLengthLimit
-        let record = ValuePieces.recordSize(row, count: count, encoding: encoding)
+        let record = ValuePieces.recordSize(row, table: table, encoding: encoding)
         if record > recordLimit {
             throw DumpStopped(path: connection.path, table: table.name, rowsRead: rowNumber - 1, lastRowid: nil,
                               refusedRowid: rowid(row, table),

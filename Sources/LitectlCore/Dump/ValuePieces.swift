@@ -87,15 +87,20 @@ enum ValuePieces {
         "(SELECT CAST(group_concat(v,'') AS \(isText ? "TEXT" : "BLOB")) FROM (SELECT v FROM \(table) WHERE k=\(k) ORDER BY n))"
     }
 
-    /// The size of the record SQLite builds for a row of these values (its
-    /// header and body, https://www.sqlite.org/fileformat.html#record_format),
-    /// which no SQLite with the default SQLITE_MAX_LENGTH builds above
-    /// 1,000,000,000 bytes. TEXT counts in the database's encoding; the
-    /// INTEGER PRIMARY KEY (stored as NULL) counts as its integer, a few bytes
-    /// more, and stored generated columns are not counted.
-    static func recordSize(_ row: WideRow, count: Int, encoding: TextEncoding) -> Int {
+    /// The size of the record SQLite builds for a row of `table` (its header
+    /// and body, https://www.sqlite.org/fileformat.html#record_format), which
+    /// no SQLite with the default SQLITE_MAX_LENGTH builds above 1,000,000,000
+    /// bytes. TEXT counts in the database's encoding; the rowid is not in the
+    /// record (an INTEGER PRIMARY KEY is stored as NULL); stored generated
+    /// columns, which the loader computes, are not counted.
+    static func recordSize(_ row: WideRow, table: DumpTable, encoding: TextEncoding) -> Int {
         var header = 0, body = 0
-        for i in 0..<count {
+        let first = table.rowidAlias == nil ? 0 : 1
+        for i in first..<table.writtenColumns.count {
+            if i == table.rowidPosition {
+                header += 1  // the INTEGER PRIMARY KEY, stored as NULL
+                continue
+            }
             switch row.cell(at: i) {
             case .null:
                 header += 1
@@ -114,7 +119,9 @@ enum ValuePieces {
                 body += b.count
             }
         }
-        return header + varintLength(UInt64(header + 9)) + body
+        // The header's size counts itself.
+        let size = varintLength(UInt64(header + 1))
+        return header + varintLength(UInt64(header + size)) + body
     }
 
     static func integerSize(_ v: Int64) -> Int {
