@@ -44,8 +44,12 @@ enum ScriptLoader {
                 if line.first == UInt8(ascii: "#") || first == nil || first == 0x0A || first == 0x0D { continue }
                 firstLine = input.lineNumber
             }
-            pending.append(contentsOf: line)
-            guard line.contains(UInt8(ascii: ";")) else { continue }
+            // Through the bytes: a dump's lines run to megabytes (a large value's pieces).
+            let ends = line.withUnsafeBufferPointer { bytes in
+                pending.append(contentsOf: bytes)
+                return bytes.count > 0 && memchr(bytes.baseAddress!, Int32(UInt8(ascii: ";")), bytes.count) != nil
+            }
+            guard ends else { continue }
             pending.append(0)
             let complete = pending.withUnsafeBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { sqlite3_complete($0.baseAddress!) != 0 }
