@@ -164,3 +164,32 @@ import TestSupport
         #expect(try folder.listing() == ["b.db"])
     }
 }
+
+extension ValuePiecesTests {
+    /// A row's INSERT names its table without a schema, and SQLite looks in
+    /// `temp` first: a table named like the piece table must not lose its rows to it.
+    @Test func aTableNamedLikeThePieceTableKeepsItsRows() throws {
+        let folder = try TemporaryFolder("pieces-name")
+        let db = folder.file("n.db")
+        try makeDatabase(db, """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB);
+            INSERT INTO t VALUES(1, randomblob(40));
+            CREATE TABLE "Litectl_Dump_Piece"(k, n, v);
+            INSERT INTO "Litectl_Dump_Piece" VALUES(1, 2, randomblob(40)), (3, 4, 'five');
+            CREATE TABLE litectl_dump_piece_1(x);
+            INSERT INTO litectl_dump_piece_1 VALUES(printf('%.30c', 'x'));
+            """)
+        let script = try dumpScript(db, Self.tiny)
+        let text = String(decoding: script, as: UTF8.self)
+        #expect(text.contains("CREATE TEMP TABLE litectl_dump_piece_2(k INTEGER, n INTEGER PRIMARY KEY, v);"))
+        let byShell = folder.file("shell.db")
+        let shell = try runProcess(sqlite3Binary, ["-batch", "-bail", byShell], input: script)
+        #expect(shell.status == 0, "\(shell.stderr)")
+        try expectRebuilt(byShell, from: db)
+        let path = folder.file("n.sql")
+        try Data(script).write(to: URL(fileURLWithPath: path))
+        let byLoad = folder.file("load.db")
+        _ = try Loader.load(into: byLoad, from: .script(path))
+        try expectRebuilt(byLoad, from: db)
+    }
+}

@@ -96,7 +96,8 @@ struct ScriptWriter {
     let sink: ByteSink
     var summary = DumpSummary()
     var line: [UInt8] = []
-    /// True once the script has made the table of value pieces (ValuePieces).
+    /// The table of value pieces (ValuePieces), and whether the script has made it.
+    let pieces: ValuePieces
     var createdPieceTable = false
 
     init(connection: Connection, plan: DumpPlan, options: DumpOptions, sink: ByteSink) {
@@ -104,6 +105,7 @@ struct ScriptWriter {
         self.plan = plan
         self.options = options
         self.sink = sink
+        pieces = ValuePieces(avoiding: plan.tables.map(\.name))
     }
 
     var schema: Bool { options.includeSchema }
@@ -156,7 +158,7 @@ struct ScriptWriter {
             }
         }
         try writeBookkeeping(bookkeeping)
-        if createdPieceTable { emit(ValuePieces.drop) }
+        if createdPieceTable { emit(pieces.drop) }
         if schema {
             for sql in plan.indexes { emitStatement(sql) }
             // Views before triggers: a trigger may be on a view; neither checks
@@ -313,11 +315,11 @@ struct ScriptWriter {
             }
         }
         if !createdPieceTable {
-            emit(ValuePieces.create)
+            emit(pieces.create)
             createdPieceTable = true
         }
         for i in pieced.sorted() {
-            try ValuePieces.writePieces(of: row.cell(at: i), k: i, encoding: encoding, pieceBytes: limits.pieceBytes,
+            try pieces.writePieces(of: row.cell(at: i), k: i, encoding: encoding, pieceBytes: limits.pieceBytes,
                                         to: sink, line: &line)
         }
         line.removeAll(keepingCapacity: true)
@@ -326,7 +328,7 @@ struct ScriptWriter {
             if i > 0 { line.append(UInt8(ascii: ",")) }
             let cell = row.cell(at: i)
             if pieced.contains(i) {
-                line.append(contentsOf: ValuePieces.joined(k: i, isText: cellIsText(cell)).utf8)
+                line.append(contentsOf: pieces.joined(k: i, isText: cellIsText(cell)).utf8)
             } else {
                 try Self.appendLiteral(cell, encoding: encoding, table: table.name, path: connection.path, to: &line)
             }
@@ -334,7 +336,7 @@ struct ScriptWriter {
         line.append(contentsOf: ");\n".utf8)
         sink.write(line)
         line.removeAll(keepingCapacity: true)
-        emit(ValuePieces.empty)
+        emit(pieces.empty)
     }
 
     /// The row's rowid, when the dump reads it (for messages).

@@ -219,13 +219,14 @@ enum ScriptLoader {
     }
 
     /// True for the statements a dump writes a large value's pieces with
-    /// (`INSERT INTO temp.litectl_dump_piece...`, `DELETE FROM ...`).
+    /// (`INSERT INTO temp.litectl_dump_piece...`, `DELETE FROM ...`; the
+    /// table may have a suffix).
     private static func isPieceStatement(_ statement: OpaquePointer) -> Bool {
         guard let sql = sqlite3_sql(statement) else { return false }
         return pieceStatementStarts.contains { strncmp(sql, $0, $0.utf8.count) == 0 }
     }
 
-    private static let pieceStatementStarts = ["INSERT INTO \(ValuePieces.table)(", ValuePieces.empty]
+    private static let pieceStatementStarts = ["INSERT INTO temp.\(ValuePieces.stem)", "DELETE FROM temp.\(ValuePieces.stem)"]
 
     /// The table named by SQLite's "table X may not be modified" (defensive
     /// mode refusing a write to a shadow table), if that is the error.

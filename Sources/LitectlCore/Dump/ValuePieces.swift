@@ -28,11 +28,28 @@ struct PieceLimits: Sendable {
 
 /// The temporary table the pieces go through, in the loading connection's
 /// `temp` schema (never in the database being loaded).
-enum ValuePieces {
-    static let table = "temp.litectl_dump_piece"
-    static let create = "CREATE TEMP TABLE litectl_dump_piece(k INTEGER, n INTEGER PRIMARY KEY, v);"
-    static let drop = "DROP TABLE temp.litectl_dump_piece;"
-    static let empty = "DELETE FROM temp.litectl_dump_piece;"
+struct ValuePieces {
+    /// The name every dump's piece table starts with.
+    static let stem = "litectl_dump_piece"
+    /// `stem`, or `stem_N` when a table of the dump has that name: a row's
+    /// `INSERT INTO "litectl_dump_piece"` names no schema, and SQLite would
+    /// find the temporary table first.
+    let name: String
+
+    init(avoiding tables: [String]) {
+        let taken = Set(tables.map(sqlNameKey))
+        var name = Self.stem, n = 1
+        while taken.contains(sqlNameKey(name)) {
+            name = "\(Self.stem)_\(n)"
+            n += 1
+        }
+        self.name = name
+    }
+
+    var table: String { "temp.\(name)" }
+    var create: String { "CREATE TEMP TABLE \(name)(k INTEGER, n INTEGER PRIMARY KEY, v);" }
+    var drop: String { "DROP TABLE \(table);" }
+    var empty: String { "DELETE FROM \(table);" }
 
     /// Whether `cell` can be written in pieces into a database of
     /// `encoding`, and read back exactly. In UTF-8 every TEXT and BLOB can:
@@ -52,7 +69,7 @@ enum ValuePieces {
 
     /// Writes the statements that put `cell`'s pieces into the table as value
     /// `k`, to `sink`, through `line` (emptied before and after).
-    static func writePieces(of cell: Cell, k: Int, encoding: TextEncoding, pieceBytes: Int, to sink: ByteSink,
+    func writePieces(of cell: Cell, k: Int, encoding: TextEncoding, pieceBytes: Int, to sink: ByteSink,
                             line: inout [UInt8]) throws {
         let (bytes, isText): (UnsafeRawBufferPointer, Bool)
         switch cell {
@@ -83,7 +100,7 @@ enum ValuePieces {
     }
 
     /// The expression that stands for value `k` in the row's INSERT.
-    static func joined(k: Int, isText: Bool) -> String {
+    func joined(k: Int, isText: Bool) -> String {
         "(SELECT CAST(group_concat(v,'') AS \(isText ? "TEXT" : "BLOB")) FROM (SELECT v FROM \(table) WHERE k=\(k) ORDER BY n))"
     }
 
