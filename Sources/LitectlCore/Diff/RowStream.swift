@@ -402,28 +402,13 @@ final class RowStream: @unchecked Sendable {
     var batch: RowBatch?
     var index = 0
 
-    convenience init(_ statement: Statement) throws {
-        try self.init(columns: statement.columnCount, segmentCount: 1) { _ in statement }
-    }
-
     convenience init(_ select: WideSelect) throws {
         try self.init(columns: select.columnCount, segmentCount: 1) { _ in select }
     }
 
     /// One part: `segmentCount` segments of `columns` columns, each a
-    /// statement reset and bound by `segment` (called on the reader thread).
-    convenience init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> Statement) throws {
-        try self.init(columns: columns, parts: 1, threads: 1) { _, sink in
-            for i in 0..<segmentCount {
-                let statement = try segment(i)
-                defer { statement.reset() }
-                let handle = statement.handle
-                while try statement.step() { try sink.append(handle) }
-            }
-        }
-    }
-
-    /// The same, each segment a statement or several stepped together.
+    /// statement (or several stepped together, for a row wider than SQLite
+    /// returns at once) reset and bound by `segment` (called on the reader thread).
     convenience init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> WideSelect) throws {
         try self.init(columns: columns, parts: 1, threads: 1) { _, sink in
             for i in 0..<segmentCount {

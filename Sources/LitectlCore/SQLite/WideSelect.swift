@@ -86,12 +86,6 @@ public struct WideRow {
         self.select = select.isSplit ? select : nil
     }
 
-    /// A row of one statement.
-    public init(_ row: Row) {
-        first = row
-        select = nil
-    }
-
     public var count: Int { select?.columnCount ?? first.count }
 
     /// The statement and column holding column `index` of the whole row.
