@@ -64,8 +64,9 @@ public final class ChangesetWriter: DiffConsumer {
         appendVarint(UInt64(plan.columns.count))
         // Each column's position in the primary key (0 when not in it), as
         // PRAGMA table_info reports it: sqlite3changeset_apply compares these
-        // bytes with the target table's.
-        for i in plan.columns.indices { out.append(UInt8((plan.keyIndexes.firstIndex(of: i) ?? -1) + 1)) }
+        // bytes with the target table's. The session extension keeps it in one
+        // byte (a u8: the 256th key column is 0 there), and so does this.
+        for i in plan.columns.indices { out.append(UInt8(truncatingIfNeeded: (plan.keyIndexes.firstIndex(of: i) ?? -1) + 1)) }
         out.append(contentsOf: Array(plan.name.utf8))
         out.append(0)
     }

@@ -181,9 +181,19 @@ public enum DiffEngine {
     /// BINARY (never the column's collation). For a multiset, each column is
     /// followed by typeof() so that 1 sorts before 1.0 on both sides alike.
     static func selectSQL(_ plan: TablePlan, where filter: String? = nil) -> String {
-        let list = plan.columns.isEmpty ? "NULL" : plan.columns.enumerated().map { i, name in
+        let parts = selectParts(plan, where: filter, columnLimit: Int.max)
+        return "SELECT \(parts.columns.isEmpty ? "NULL" : parts.columns.joined(separator: ", "))\(parts.tail)"
+    }
+
+    /// `selectSQL` as its result columns and the rest (FROM, WHERE, ORDER BY),
+    /// for a `WideSelect`: when the columns (the rowid and 2,000 others) are
+    /// more than `columnLimit`, the rows are read in parts that must come in
+    /// one order, so rows the key leaves in a tie (a multiset's equal rows)
+    /// are ordered by the rowid last.
+    static func selectParts(_ plan: TablePlan, where filter: String? = nil, columnLimit: Int) -> (columns: [String], tail: String) {
+        let list = plan.columns.enumerated().map { i, name in
             i == 0 && plan.rowidColumn != nil ? name : quoteIdentifier(name)
-        }.joined(separator: ", ")
+        }
         var order: [String] = []
         for i in plan.keyIndexes {
             let column = i == 0 && plan.rowidColumn != nil ? plan.columns[0] : quoteIdentifier(plan.columns[i])
@@ -191,9 +201,21 @@ public enum DiffEngine {
             order.append(column + " COLLATE BINARY")
             if plan.mode == .multiset || plan.userKey { order.append("typeof(\(column))") }
         }
-        if order.count > 2000 { order = plan.keyIndexes.prefix(2000).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
-        return "SELECT \(list) FROM \(quoteIdentifier(plan.name))" + (filter.map { " WHERE " + $0 } ?? "")
+        // SQLite takes as many ORDER BY terms as result columns (SQLITE_MAX_COLUMN).
+        let split = list.count > columnLimit
+        let termLimit = min(columnLimit, 2000) - (split ? 1 : 0)
+        if order.count > termLimit { order = plan.keyIndexes.prefix(termLimit).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
+        if split, let rowid = plan.rowidColumn, plan.mode != .rowid { order.append(rowid) }
+        let tail = " FROM \(quoteIdentifier(plan.name))" + (filter.map { " WHERE " + $0 } ?? "")
             + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
+        return (list, tail)
+    }
+
+    /// The plan's rows as a statement, or several stepped together when the
+    /// row is wider than SQLite returns at once.
+    static func prepareRows(_ connection: Connection, _ plan: TablePlan, where filter: String? = nil) throws -> WideSelect {
+        let parts = selectParts(plan, where: filter, columnLimit: connection.columnLimit)
+        return try WideSelect(connection, columns: parts.columns, tail: parts.tail)
     }
 
     // MARK: Merging
@@ -489,31 +511,33 @@ public enum DiffEngine {
         switch reading {
         case .everything:
             if filter == nil, let pages, let stream = try pages.stream(plan) { return stream }
-            return try RowStream(try connection.prepare(selectSQL(plan, where: filter)))
+            return try RowStream(try prepareRows(connection, plan, where: filter))
         case .unsharedRowids(let rowid, let ranges):
             try RowidFilter.register(ranges, on: connection)
-            return try RowStream(try connection.prepare(selectSQL(plan, where: "litectl_unshared(\(rowid))")))
+            return try RowStream(try prepareRows(connection, plan, where: "litectl_unshared(\(rowid))"))
         case .gaps(let keys, let ranges):
-            guard !ranges.isEmpty else { return try RowStream(try connection.prepare(selectSQL(plan))) }
+            guard !ranges.isEmpty else { return try RowStream(try prepareRows(connection, plan)) }
             // The rows strictly between shared ranges, gap by gap in key order:
             // below the first range, between each two, above the last.
             let key = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
             func parameters(_ first: Int) -> String {
                 keys.count == 1 ? "?\(first)" : "(" + keys.indices.map { "?\(first + $0)" }.joined(separator: ", ") + ")"
             }
-            let below = try connection.prepare(selectSQL(plan, where: "\(key) < \(parameters(1))"))
-            let between = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1)) AND \(key) < \(parameters(keys.count + 1))"))
-            let above = try connection.prepare(selectSQL(plan, where: "\(key) > \(parameters(1))"))
+            let below = try prepareRows(connection, plan, where: "\(key) < \(parameters(1))")
+            let between = try prepareRows(connection, plan, where: "\(key) > \(parameters(1)) AND \(key) < \(parameters(keys.count + 1))")
+            let above = try prepareRows(connection, plan, where: "\(key) > \(parameters(1))")
             return try RowStream(columns: below.columnCount, segmentCount: ranges.count + 1) { i in
-                let statement = i == 0 ? below : (i == ranges.count ? above : between)
-                statement.reset()
-                if i == 0 {
-                    _ = try ranges[0].low.bind(to: statement, at: 1)
-                } else {
-                    let next = try ranges[i - 1].high.bind(to: statement, at: 1)
-                    if i < ranges.count { _ = try ranges[i].low.bind(to: statement, at: next) }
+                let select = i == 0 ? below : (i == ranges.count ? above : between)
+                select.reset()
+                try select.bind { statement in
+                    if i == 0 {
+                        _ = try ranges[0].low.bind(to: statement, at: 1)
+                    } else {
+                        let next = try ranges[i - 1].high.bind(to: statement, at: 1)
+                        if i < ranges.count { _ = try ranges[i].low.bind(to: statement, at: next) }
+                    }
                 }
-                return statement
+                return select
             }
         }
     }

@@ -61,7 +61,24 @@ final class RowBatch {
 
     /// Copies the statement's current row.
     func append(_ statement: OpaquePointer) {
-        for i in 0..<Int32(columns) {
+        appendColumns(of: statement, from: 0, to: Int32(columns))
+        addOffset(byteCount)
+        rows += 1
+    }
+
+    /// Copies the current row of statements stepped together (a
+    /// `WideSelect`'s parts: each after the first repeats the rowid first).
+    func append(_ select: WideSelect) {
+        for (k, statement) in select.statements.enumerated() {
+            appendColumns(of: statement.handle, from: k == 0 ? 0 : 1, to: Int32(sqlite3_column_count(statement.handle)))
+        }
+        addOffset(byteCount)
+        rows += 1
+    }
+
+    /// Copies columns `first..<end` of the statement's current row.
+    private func appendColumns(of statement: OpaquePointer, from first: Int32, to end: Int32) {
+        for i in first..<end {
             addOffset(byteCount)
             let type = sqlite3_column_type(statement, i)
             switch type {
@@ -86,8 +103,6 @@ final class RowBatch {
                 byteCount += 1
             }
         }
-        addOffset(byteCount)
-        rows += 1
     }
 
     /// Appends a row decoded from the pages: its size is summed first, so
@@ -344,6 +359,12 @@ final class BatchSink {
         try flushIfFull()
     }
 
+    /// The current row of statements stepped together.
+    func append(_ select: WideSelect) throws {
+        current.append(select)
+        try flushIfFull()
+    }
+
     /// A row decoded from the pages.
     func append(_ row: DecodedRow) throws {
         // `current` holds the batch for the call: reading the property
@@ -381,19 +402,24 @@ final class RowStream: @unchecked Sendable {
     var batch: RowBatch?
     var index = 0
 
-    convenience init(_ statement: Statement) throws {
-        try self.init(columns: statement.columnCount, segmentCount: 1) { _ in statement }
+    convenience init(_ select: WideSelect) throws {
+        try self.init(columns: select.columnCount, segmentCount: 1) { _ in select }
     }
 
     /// One part: `segmentCount` segments of `columns` columns, each a
-    /// statement reset and bound by `segment` (called on the reader thread).
-    convenience init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> Statement) throws {
+    /// statement (or several stepped together, for a row wider than SQLite
+    /// returns at once) reset and bound by `segment` (called on the reader thread).
+    convenience init(columns: Int, segmentCount: Int, segment: @escaping (Int) throws -> WideSelect) throws {
         try self.init(columns: columns, parts: 1, threads: 1) { _, sink in
             for i in 0..<segmentCount {
-                let statement = try segment(i)
-                defer { statement.reset() }
-                let handle = statement.handle
-                while try statement.step() { try sink.append(handle) }
+                let select = try segment(i)
+                defer { select.reset() }
+                if !select.isSplit {
+                    let statement = select.statements[0], handle = statement.handle
+                    while try statement.step() { try sink.append(handle) }
+                    continue
+                }
+                while try select.step() { try sink.append(select) }
             }
         }
     }

@@ -213,7 +213,29 @@ public final class SQLPatchWriter: DiffConsumer {
         }
     }
 
+    /// Conditions on more columns than this are written as one comparison
+    /// of row values, `(a,b,...) IS (1,2,...)`: SQLite parses `a=1 AND b=2
+    /// AND ...` into a tree as deep as the conditions are many, and refuses
+    /// one deeper than SQLITE_MAX_EXPR_DEPTH (1,000): a wide primary key, or a
+    /// wide table without one, would stop the patch.
+    static let rowValueThreshold = 100
+
     func appendConditions(_ plan: TablePlan, _ row: DiffRow, _ indexes: [Int]) throws {
+        if indexes.count > Self.rowValueThreshold {
+            // IS is = for every value but NULL, which it matches as IS NULL does.
+            line.append(UInt8(ascii: "("))
+            for (n, i) in indexes.enumerated() {
+                if n > 0 { line.append(UInt8(ascii: ",")) }
+                appendColumn(plan, i)
+            }
+            line.append(contentsOf: ") IS (".utf8)
+            for (n, i) in indexes.enumerated() {
+                if n > 0 { line.append(UInt8(ascii: ",")) }
+                try appendCell(plan, row, i)
+            }
+            line.append(UInt8(ascii: ")"))
+            return
+        }
         for (n, i) in indexes.enumerated() {
             if n > 0 { line.append(contentsOf: " AND ".utf8) }
             appendColumn(plan, i)

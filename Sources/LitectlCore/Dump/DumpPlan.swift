@@ -12,6 +12,8 @@ public struct DumpOptions: Sendable {
     public var includeSchema = true
     /// Rows.
     public var includeData = true
+    /// When values are written in pieces (SQL script).
+    var pieces = PieceLimits()
     public init() {}
 }
 

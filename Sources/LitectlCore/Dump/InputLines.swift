@@ -14,6 +14,8 @@ final class InputLines {
     private let descriptor: Int32
     private let owned: Bool
     private var buffer: [UInt8] = []
+    /// Where a block is read before it joins `buffer` (one copy, no zero fill).
+    private let block = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1 << 20)
     private var start = 0
     /// Where the search for the next newline resumes (no byte is scanned twice).
     private var searched = 0
@@ -43,7 +45,10 @@ final class InputLines {
         }
     }
 
-    deinit { if owned { close(descriptor) } }
+    deinit {
+        if owned { close(descriptor) }
+        block.deallocate()
+    }
 
     /// The next line, or nil at the end of the input.
     func next() throws -> ArraySlice<UInt8>? {
@@ -79,19 +84,15 @@ final class InputLines {
             searched -= start
             start = 0
         }
-        let block = 1 << 20
-        let old = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: block))
         var n = 0
         repeat {
-            n = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, block) }
+            n = read(descriptor, block.baseAddress, block.count)
         } while n < 0 && errno == EINTR
         if n < 0 {
             let err = errno
-            buffer.removeSubrange(old...)
             throw DatabaseError(code: .ioerr, message: "cannot read: \(String(cString: strerror(err)))", path: name)
         }
-        buffer.removeSubrange((old + n)...)
+        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: block[..<n]))
         if n == 0 { atEnd = true }
     }
 }

@@ -76,8 +76,11 @@ final class LoadSession {
         changesBefore = sqlite3_total_changes64(connection.rawHandle)
     }
 
+    /// Changes to count out of `rowsChanged`: rows of a dump's temporary table of value pieces.
+    var uncountedChanges: Int64 = 0
+
     /// Rows inserted, updated or deleted so far (triggers' changes included).
-    var rowsChanged: Int64 { sqlite3_total_changes64(connection.rawHandle) - changesBefore }
+    var rowsChanged: Int64 { sqlite3_total_changes64(connection.rawHandle) - changesBefore - uncountedChanges }
 
     /// Begins the one write transaction (once).
     func begin() throws {

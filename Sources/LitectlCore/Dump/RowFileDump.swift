@@ -85,7 +85,7 @@ public enum RowFileDump {
                           sink: ByteSink) throws -> Int64 {
         let columns = table.writtenColumns
         let bookkeeping = table.role == .sequence || table.role == .statistics
-        let keep: (Row) -> Bool = { row in
+        let keep: (WideRow) -> Bool = { row in
             !plan.isSubset || !bookkeeping || plan.selectedKeys.contains(Array(row.bytes(at: 0)).map(asciiLower))
         }
         var written: Int64 = 0
@@ -114,7 +114,7 @@ public enum RowFileDump {
             writer.begin(columns: columns)
             _ = try TableRows.forEach(table, connection: connection) { row in
                 guard keep(row) else { return }
-                writer.write(row)
+                writer.write(count: columns.count) { row.cell(at: $0) }
                 written += 1
             }
             writer.finish()

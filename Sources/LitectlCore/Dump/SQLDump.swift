@@ -96,12 +96,16 @@ struct ScriptWriter {
     let sink: ByteSink
     var summary = DumpSummary()
     var line: [UInt8] = []
+    /// The table of value pieces (ValuePieces), and whether the script has made it.
+    let pieces: ValuePieces
+    var createdPieceTable = false
 
     init(connection: Connection, plan: DumpPlan, options: DumpOptions, sink: ByteSink) {
         self.connection = connection
         self.plan = plan
         self.options = options
         self.sink = sink
+        pieces = ValuePieces(avoiding: plan.tables.map(\.name))
     }
 
     var schema: Bool { options.includeSchema }
@@ -154,6 +158,7 @@ struct ScriptWriter {
             }
         }
         try writeBookkeeping(bookkeeping)
+        if createdPieceTable { emit(pieces.drop) }
         if schema {
             for sql in plan.indexes { emitStatement(sql) }
             // Views before triggers: a trigger may be on a view; neither checks
@@ -203,9 +208,10 @@ struct ScriptWriter {
 
     /// Writes `INSERT` statements for every row of `table` (those `filter`
     /// keeps, each after what `preamble` makes of it), with the rowid when the
-    /// table's rowids are not a column.
-    mutating func writeRows(_ table: DumpTable, filter: ((Row) -> Bool)? = nil,
-                            preamble: ((Row) throws -> [UInt8])? = nil) throws {
+    /// table's rowids are not a column. A row holding a value too large for one
+    /// statement is written with that value in pieces (`writeRowInPieces`).
+    mutating func writeRows(_ table: DumpTable, filter: ((WideRow) -> Bool)? = nil,
+                            preamble: ((WideRow) throws -> [UInt8])? = nil) throws {
         if table.rowidUnnamed {
             summary.rowidsNotKept.append(table.name)
             // A name may hold a newline: on one line, or the rest of it would be SQL.
@@ -222,20 +228,40 @@ struct ScriptWriter {
         let count = table.writtenColumns.count
         let encoding = plan.settings.encoding
         let sink = self.sink, path = connection.path
+        let pieceBytes = options.pieces.pieceBytes, statementBytes = options.pieces.statementBytes
         var line = self.line
         var written: Int64 = 0
         _ = try TableRows.forEach(table, connection: connection) { row in
             if let filter, !filter(row) { return }
             line.removeAll(keepingCapacity: true)
             if let preamble { line.append(contentsOf: try preamble(row)) }
+            let start = line.count
             line.append(contentsOf: prefix)
+            var tooLarge = false
             for i in 0..<count {
                 if i > 0 { line.append(UInt8(ascii: ",")) }
-                if encoding == .utf8 {
-                    row.cell(at: i).appendSQLLiteral(to: &line)
-                } else {
-                    try Self.appendLiteral(row, i, encoding: encoding, table: table.name, path: path, to: &line)
+                let cell = row.cell(at: i)
+                switch cell {
+                case .text(let b) where b.count > pieceBytes, .blob(let b) where b.count > pieceBytes:
+                    tooLarge = true
+                default:
+                    if encoding == .utf8 {
+                        cell.appendSQLLiteral(to: &line)
+                    } else {
+                        try Self.appendLiteral(cell, encoding: encoding, table: table.name, path: path, to: &line)
+                    }
+                    tooLarge = line.count - start > statementBytes
                 }
+                if tooLarge { break }
+            }
+            if tooLarge {
+                // Written again, with some values in pieces (rare: no cost to the other rows).
+                let head = Array(line[..<start])
+                line.removeAll(keepingCapacity: true)
+                try writeRowInPieces(row, table: table, prefix: head + prefix, count: count, encoding: encoding,
+                                     rowNumber: written + 1, line: &line)
+                written += 1
+                return
             }
             line.append(contentsOf: ");\n".utf8)
             sink.write(line)
@@ -245,16 +271,95 @@ struct ScriptWriter {
         summary.tables.append(DumpSummary.TableRows(name: table.name, rows: written, file: nil))
     }
 
-    static func appendLiteral(_ row: Row, _ i: Int, encoding: TextEncoding, table: String, path: String,
+    /// Writes one row whose values do not all fit in one statement: each
+    /// TEXT or BLOB value longer than `pieceBytes` (and, once the INSERT is
+    /// `statementBytes` long, each longer than `smallest`) goes into the
+    /// pieces table first, then the INSERT takes it from there, then the
+    /// pieces are deleted. One INSERT per row, as for any other row: its
+    /// triggers (with --data-only), constraints and generated columns see
+    /// the whole value at once. A row whose record would pass SQLite's
+    /// SQLITE_MAX_LENGTH, which no SQL statement can insert, stops the dump
+    /// before any of it is written.
+    mutating func writeRowInPieces(_ row: WideRow, table: DumpTable, prefix: [UInt8], count: Int, encoding: TextEncoding,
+                                   rowNumber: Int64, line: inout [UInt8]) throws {
+        let limits = options.pieces
+        let recordLimit = limits.recordBytes ?? connection.lengthLimit
+        let sqlLimit = limits.sqlBytes ?? connection.sqlLengthLimit
+        let record = ValuePieces.recordSize(row, table: table, encoding: encoding)
+        if record > recordLimit {
+            throw DumpStopped(path: connection.path, table: table.name, rowsRead: rowNumber - 1, lastRowid: nil,
+                              refusedRowid: rowid(row, table),
+                              cause: DatabaseError(code: .toobig, message: "its record would be \(groupedDigits(record)) bytes, more than SQLite's limit on a string, BLOB or row (SQLITE_MAX_LENGTH, \(groupedDigits(recordLimit)) bytes): no SQL statement can insert it, so no dump can rebuild it"))
+        }
+        var pieced = Set<Int>()
+        var length = prefix.count
+        for i in 0..<count {
+            let cell = row.cell(at: i)
+            switch cell {
+            case .text(let b), .blob(let b):
+                let literal = 2 * b.count + 16
+                if b.count > limits.pieceBytes || (b.count > limits.smallest && length + literal > limits.statementBytes) {
+                    if ValuePieces.canSplit(cell, encoding: encoding) {
+                        pieced.insert(i)
+                        length += 96
+                        continue
+                    }
+                    if length + literal > sqlLimit {
+                        throw DumpStopped(path: connection.path, table: table.name, rowsRead: rowNumber - 1, lastRowid: nil,
+                                          refusedRowid: rowid(row, table), cause: DatabaseError(code: .toobig, message: "column \(quoteIdentifier(table.writtenColumns[i])) holds a \(cellIsText(cell) ? "TEXT" : "BLOB") of \(groupedDigits(b.count)) bytes: its literal passes SQLite's limit on a statement (SQLITE_MAX_SQL_LENGTH, \(groupedDigits(sqlLimit)) bytes) and it cannot be written in pieces into a \(encoding.rawValue) database (dump --format jsonl keeps it)"))
+                    }
+                }
+                length += literal
+            default:
+                length += 32
+            }
+        }
+        if !createdPieceTable {
+            emit(pieces.create)
+            createdPieceTable = true
+        }
+        for i in pieced.sorted() {
+            try pieces.writePieces(of: row.cell(at: i), k: i, encoding: encoding, pieceBytes: limits.pieceBytes,
+                                        to: sink, line: &line)
+        }
+        line.removeAll(keepingCapacity: true)
+        line.append(contentsOf: prefix)
+        for i in 0..<count {
+            if i > 0 { line.append(UInt8(ascii: ",")) }
+            let cell = row.cell(at: i)
+            if pieced.contains(i) {
+                line.append(contentsOf: pieces.joined(k: i, isText: cellIsText(cell)).utf8)
+            } else {
+                try Self.appendLiteral(cell, encoding: encoding, table: table.name, path: connection.path, to: &line)
+            }
+        }
+        line.append(contentsOf: ");\n".utf8)
+        sink.write(line)
+        line.removeAll(keepingCapacity: true)
+        emit(pieces.empty)
+    }
+
+    /// The row's rowid, when the dump reads it (for messages).
+    func rowid(_ row: WideRow, _ table: DumpTable) -> Int64?? {
+        .some(table.rowidPosition.map { row.int64(at: $0) })
+    }
+
+    static func appendLiteral(_ cell: Cell, encoding: TextEncoding, table: String, path: String,
                               to line: inout [UInt8]) throws {
         do {
-            try row.cell(at: i).appendSQLLiteral(to: &line, encoding: encoding)
+            try cell.appendSQLLiteral(to: &line, encoding: encoding)
         } catch is UnrepresentableTextError {
             throw DatabaseError(code: .error, message: "table \(quoteIdentifier(table)): TEXT that is not UTF-8 has no literal in a \(encoding.rawValue) database",
                                 path: path)
         }
     }
 }
+
+func cellIsText(_ cell: Cell) -> Bool {
+    if case .text = cell { return true }
+    return false
+}
+
 
 extension String {
     /// The string on one line: CR and LF as spaces (for `--` comments and

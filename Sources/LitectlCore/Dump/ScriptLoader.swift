@@ -44,8 +44,12 @@ enum ScriptLoader {
                 if line.first == UInt8(ascii: "#") || first == nil || first == 0x0A || first == 0x0D { continue }
                 firstLine = input.lineNumber
             }
-            pending.append(contentsOf: line)
-            guard line.contains(UInt8(ascii: ";")) else { continue }
+            // Through the bytes: a dump's lines run to megabytes (a large value's pieces).
+            let ends = line.withUnsafeBufferPointer { bytes in
+                pending.append(contentsOf: bytes)
+                return bytes.count > 0 && memchr(bytes.baseAddress!, Int32(UInt8(ascii: ";")), bytes.count) != nil
+            }
+            guard ends else { continue }
             pending.append(0)
             let complete = pending.withUnsafeBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { sqlite3_complete($0.baseAddress!) != 0 }
@@ -202,10 +206,28 @@ enum ScriptLoader {
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_ROW { continue }
-            if rc == SQLITE_DONE { return }
+            if rc == SQLITE_DONE {
+                if isPieceStatement(statement) {
+                    // A dump's pieces of a large value (ValuePieces): neither a
+                    // statement nor rows of the database, as a summary counts them.
+                    session.statements -= 1
+                    session.uncountedChanges += sqlite3_changes64(session.connection.rawHandle)
+                }
+                return
+            }
             throw LoadError(source: source, line: line(), message: String(cString: sqlite3_errmsg(session.connection.rawHandle)))
         }
     }
+
+    /// True for the statements a dump writes a large value's pieces with
+    /// (`INSERT INTO temp.litectl_dump_piece...`, `DELETE FROM ...`; the
+    /// table may have a suffix).
+    private static func isPieceStatement(_ statement: OpaquePointer) -> Bool {
+        guard let sql = sqlite3_sql(statement) else { return false }
+        return pieceStatementStarts.contains { strncmp(sql, $0, $0.utf8.count) == 0 }
+    }
+
+    private static let pieceStatementStarts = ["INSERT INTO temp.\(ValuePieces.stem)", "DELETE FROM temp.\(ValuePieces.stem)"]
 
     /// The table named by SQLite's "table X may not be modified" (defensive
     /// mode refusing a write to a shadow table), if that is the error.
