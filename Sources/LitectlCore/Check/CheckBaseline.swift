@@ -96,7 +96,7 @@ public struct CheckBaseline: Sendable {
 
     /// Writes the baseline to `path` atomically (a temporary file beside it,
     /// fsynced and renamed), replacing only a baseline.
-    public func write(to path: String) throws {
+    public func save(to path: String) throws {
         try AtomicFile.write(Array((json.pretty + "\n").utf8), to: path, permissions: 0o644, what: "the baseline file",
                              replacing: Self.replaceRule)
     }

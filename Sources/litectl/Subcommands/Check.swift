@@ -251,7 +251,7 @@ struct Check: ParsableCommand {
             }
             let recorded = CheckBaseline(reports: reports)
             do {
-                try recorded.write(to: writeBaseline)
+                try recorded.save(to: writeBaseline)
             } catch {
                 printError(describe(error))
                 throw ExitStatus.error
