@@ -25,6 +25,11 @@ import TestSupport
         try stdout.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
     }
 
+    /// The first report of --json output (a test failure, not a crash, when there is none).
+    func firstReport(_ stdout: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try #require(try json(stdout).first, sourceLocation: sourceLocation)
+    }
+
     func findings(_ report: [String: Any]) -> [[String: Any]] { report["findings"] as? [[String: Any]] ?? [] }
 
     /// Runs the schema validator; its output when the document is not valid.
@@ -51,7 +56,7 @@ import TestSupport
         let databases = try #require(file["databases"] as? [[String: Any]])
         #expect(databases.count == 1 && databases[0]["path"] as? String == "app.db")
         let entries = try #require(databases[0]["findings"] as? [[String: Any]])
-        #expect(entries.map { "\($0["check"]!):\($0["object"] as? String ?? "-")" }
+        #expect(entries.map { "\($0["check"] as? String ?? "?"):\($0["object"] as? String ?? "-")" }
                 == ["foreign-key:child", "no-primary-key:log", "unindexed-foreign-key:child"])
         // The fingerprint is the documented SHA-256 (computed here by python3's hashlib).
         let logEntry = try #require(entries.first { $0["check"] as? String == "no-primary-key" })
@@ -65,7 +70,7 @@ import TestSupport
         let verbose = try litectl("check", "-v", "--strict", "--baseline", "base.json", "app.db", in: folder.path)
         #expect(verbose.stdout.contains("app.db: warning [no-primary-key] log: table log has no PRIMARY KEY (accepted by the baseline)\n"))
         #expect(verbose.stdout.hasSuffix("app.db: ok\n"), "\(verbose.stdout)")
-        var report = try json(try litectl("check", "--json", "--strict", "--baseline", "base.json", "app.db", in: folder.path).stdout)[0]
+        var report = try firstReport(try litectl("check", "--json", "--strict", "--baseline", "base.json", "app.db", in: folder.path).stdout)
         #expect(report["status"] as? String == "ok")
         #expect(findings(report).allSatisfy { $0["baseline"] as? String == "accepted" })
 
@@ -83,7 +88,7 @@ import TestSupport
         #expect(changed.status == 1)
         #expect(changed.stdout.hasPrefix("app.db: error [foreign-key] child: 2 rows of child refer to a missing row of parent (rowid 2, 3) (changed since the baseline, which recorded: 1 row of child refers to a missing row of parent (rowid 2))"),
                 "\(changed.stdout)")
-        report = try json(try litectl("check", "--json", "--baseline", "base.json", "app.db", in: folder.path).stdout)[0]
+        report = try firstReport(try litectl("check", "--json", "--baseline", "base.json", "app.db", in: folder.path).stdout)
         #expect(findings(report).first { $0["check"] as? String == "foreign-key" }?["baseline"] as? String == "changed")
 
         // Both orphans gone and the log table keyed: the entries that match
@@ -98,7 +103,7 @@ import TestSupport
         #expect(staleVerbose.stdout.contains("app.db: note [baseline] log: the baseline accepts a finding that no longer occurs: [no-primary-key] log: table log has no PRIMARY KEY\n"),
                 "\(staleVerbose.stdout)")
         #expect(staleVerbose.stderr.isEmpty)
-        report = try json(try litectl("check", "--json", "--baseline", "base.json", "app.db", in: folder.path).stdout)[0]
+        report = try firstReport(try litectl("check", "--json", "--baseline", "base.json", "app.db", in: folder.path).stdout)
         #expect(findings(report).filter { $0["baseline"] as? String == "absent" }.map { $0["check"] as? String } == ["baseline", "baseline"])
         #expect(try litectl("check", "-q", "--baseline", "base.json", "app.db", in: folder.path).stderr.isEmpty)
     }
@@ -113,11 +118,12 @@ import TestSupport
             ANALYZE; DELETE FROM big WHERE id > 800;
             """)
         func prints() throws -> [String] {
-            let report = try json(try litectl("check", "--json", "--max-free-percent", "1", db).stdout)[0]
-            return findings(report).map { "\($0["check"]!):\($0["object"] as? String ?? "-"):\($0["fingerprint"]!)" }.sorted()
+            let report = try firstReport(try litectl("check", "--json", "--max-free-percent", "1", db).stdout)
+            return findings(report).map { "\($0["check"] as? String ?? "?"):\($0["object"] as? String ?? "-"):\($0["fingerprint"] as? String ?? "none")" }.sorted()
         }
         let before = try prints()
         #expect(before.count >= 6, "\(before)")  // foreign-key, unindexed, no-pk, redundant, statistics drift, freelist
+        #expect(before.allSatisfy { $0.split(separator: ":").last?.utf8.count == 32 }, "a fingerprint each: \(before)")
         // Rows elsewhere, a new keyed table, more free pages, a VACUUM: the same fingerprints.
         try sqlite3(["-batch", db, """
             INSERT INTO parent VALUES (2, 'b'), (3, 'c'); INSERT INTO log VALUES ('now', 'hello');
@@ -268,7 +274,7 @@ import TestSupport
                 print(s.get("name"), s.get("tests"), s.get("failures"), s.get("errors"), s.get("skipped"), " ".join(cases))
             """, file])
         let lines = summary.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 4, "\(summary.stdout)\(summary.stderr)")
+        try #require(lines.count == 4, "\(summary.stdout)\(summary.stderr)")
         let checks = "open=pass integrity=pass empty=pass foreign-key=pass unindexed-foreign-key=pass no-primary-key=pass redundant-index=pass statistics=pass wal-size=pass hot-journal=pass freelist=skipped"
         #expect(lines[0] == "sound.db 11 0 0 1 " + checks)
         #expect(lines[1] == "app.db 11 3 0 1 " + checks
@@ -300,11 +306,12 @@ import TestSupport
         #expect(rules.map { $0["id"] as? String } == CheckKind.allCases.map(\.rawValue))
         let results = try #require(run["results"] as? [[String: Any]])
         // The same findings and fingerprints as --json.
-        let report = try json(try litectl("check", "--json", "--strict", "--baseline", "b.json", "app.db", in: folder.path).stdout)[0]
+        let report = try firstReport(try litectl("check", "--json", "--strict", "--baseline", "b.json", "app.db", in: folder.path).stdout)
         #expect(results.count == findings(report).count)
         for (result, finding) in zip(results, findings(report)) {
             #expect(result["ruleId"] as? String == finding["check"] as? String)
-            #expect(rules[result["ruleIndex"] as! Int]["id"] as? String == finding["check"] as? String)
+            let index = try #require(result["ruleIndex"] as? Int)
+            #expect(rules[index]["id"] as? String == finding["check"] as? String)
             #expect((result["partialFingerprints"] as? [String: String])?["litectlCheck/v1"] == finding["fingerprint"] as? String)
             let location = try #require((result["locations"] as? [[String: Any]])?.first)
             #expect(((location["physicalLocation"] as? [String: Any])?["artifactLocation"] as? [String: Any])?["uri"] as? String == "app.db")
@@ -416,7 +423,7 @@ import TestSupport
         let source = try #require(realDatabaseFiles.first { $0.hasSuffix(".gpkg") })
         let r = try litectl("check", "--strict", "--json", source)
         #expect(r.status == 0, "\(r.stdout)")
-        let report = try json(r.stdout)[0]
+        let report = try firstReport(r.stdout)
         let notes = findings(report).filter { $0["severity"] as? String == "note" }
         #expect(notes.contains { $0["check"] as? String == "no-primary-key" && $0["object"] as? String == "gpkg_extensions" })
         #expect(findings(report).allSatisfy { $0["severity"] as? String == "note" }, "\(findings(report))")
@@ -430,8 +437,8 @@ import TestSupport
     func anMBTilesFileWarnsOnlyOfItsOwnTables() throws {
         let source = try #require(realDatabaseFiles.first { $0.hasSuffix(".mbtiles") })
         let r = try litectl("check", "--strict", "--json", source)
-        let report = try json(r.stdout)[0]
-        let warnings = findings(report).filter { $0["severity"] as? String != "note" }.map { "\($0["check"]!):\($0["object"] as? String ?? "-")" }
+        let report = try firstReport(r.stdout)
+        let warnings = findings(report).filter { $0["severity"] as? String != "note" }.map { "\($0["check"] as? String ?? "?"):\($0["object"] as? String ?? "-")" }
         // geocoder_data is carmen's table, not the specification's.
         #expect(warnings == ["no-primary-key:geocoder_data", "redundant-index:geocoder_type_index", "statistics:-"], "\(warnings)")
         let noted = findings(report).filter { $0["severity"] as? String == "note" }.compactMap { $0["object"] as? String }.sorted()
