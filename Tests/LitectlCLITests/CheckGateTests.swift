@@ -151,6 +151,10 @@ import TestSupport
             #expect(document.status == 0)
             try validate(format, document.stdout, in: folder)
         }
+        // Its own schema, as the sqlite3 CLI prints it, is what --expect-schema expects.
+        try sqlite3(["-batch", db, ".schema"]).write(toFile: folder.file("schema.sql"), atomically: false, encoding: .utf8)
+        let schema = try litectl("check", "--strict", "--baseline", "base.json", "--expect-schema", "schema.sql", name, in: folder.path)
+        #expect(schema.status == 0 && schema.stdout.isEmpty, "\(source): \(schema.stdout)\(schema.stderr)")
         // A table without a primary key, added after the baseline: fails --strict.
         let broken = try folder.copy(db, as: "broken-" + name)
         try sqlite3(["-batch", broken, "CREATE TABLE zz_added(a, b);"])

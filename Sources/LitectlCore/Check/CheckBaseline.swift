@@ -101,8 +101,8 @@ public struct CheckBaseline: Sendable {
                              replacing: Self.replaceRule)
     }
 
-    /// The largest baseline read (a million findings is far less).
-    static let maximumBytes = 256 << 20
+    /// The largest baseline read (a hundred thousand findings is far less).
+    static let maximumBytes = 64 << 20
 
     /// Reads the baseline at `path`. Throws, naming the file, when it cannot
     /// be read or is not a baseline this version understands.
@@ -178,12 +178,17 @@ public struct BaselineMatcher: Sendable {
         var report = report
         var entries = sections[Array(report.path.utf8)] ?? []
         var used = Array(repeating: false, count: entries.count)
-        func sameObject(_ a: String?, _ b: String?) -> Bool { a.map { Array($0.utf8) } == b.map { Array($0.utf8) } }
+        // Entries by check and object (bytes; nil apart from ""), in file order.
+        func key(_ check: String, _ object: String?) -> [UInt8] {
+            Array(check.utf8) + [0] + (object.map { [1] + Array($0.utf8) } ?? [])
+        }
+        var byObject: [[UInt8]: [Int]] = [:]
+        for (j, entry) in entries.enumerated() { byObject[key(entry.check, entry.object), default: []].append(j) }
         var pending: [Int] = []
         for (i, finding) in report.findings.enumerated() where finding.severity != .note {
             let fingerprint = finding.fingerprint
-            if let j = entries.indices.first(where: { !used[$0] && entries[$0].check == finding.check.rawValue
-                    && sameObject(entries[$0].object, finding.object) && entries[$0].fingerprint == fingerprint }) {
+            let candidates = byObject[key(finding.check.rawValue, finding.object)] ?? []
+            if let j = candidates.first(where: { !used[$0] && entries[$0].fingerprint == fingerprint }) {
                 used[j] = true
                 report.findings[i].baseline = .accepted
             } else {
@@ -192,8 +197,7 @@ public struct BaselineMatcher: Sendable {
         }
         for i in pending {
             let finding = report.findings[i]
-            if let j = entries.indices.first(where: { !used[$0] && entries[$0].check == finding.check.rawValue
-                    && sameObject(entries[$0].object, finding.object) }) {
+            if let j = (byObject[key(finding.check.rawValue, finding.object)] ?? []).first(where: { !used[$0] }) {
                 used[j] = true
                 report.findings[i].baseline = .changed
                 report.findings[i].recorded = entries[j].message
