@@ -61,6 +61,7 @@ public struct ReferenceSchema: Sendable {
     public init(path: String, text: String) throws {
         self.path = path
         var objects: [Object] = []
+        var seen = Set<[UInt8]>()
         for (number, statement) in Self.statements(text).enumerated() {
             let tokens = tokenizeSQL(statement)
             guard let first = tokens.first else { continue }
@@ -73,7 +74,7 @@ public struct ReferenceSchema: Sendable {
                                     path: path)
             }
             if sqlNameHasPrefix(object.name, "sqlite_") { continue }
-            if objects.contains(where: { sameSQLName($0.name, object.name) }) {
+            if !seen.insert(sqlNameKey(object.name)).inserted {
                 throw DatabaseError(code: .error, message: "it creates \(object.name) twice", path: path)
             }
             objects.append(object)
