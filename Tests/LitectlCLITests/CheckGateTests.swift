@@ -63,6 +63,11 @@ import TestSupport
         let oracle = try runProcess("/usr/bin/env", ["python3", "-c",
             "import hashlib; print(hashlib.sha256(b'litectl-check/1\\0no-primary-key\\0log\\0').digest()[:16].hex())"])
         #expect(logEntry["fingerprint"] as? String == oracle.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        // A foreign key's: parent table, child columns and orphan count, as docs/check.md lists them.
+        let fkEntry = try #require(entries.first { $0["check"] as? String == "foreign-key" })
+        let fkOracle = try runProcess("/usr/bin/env", ["python3", "-c",
+            "import hashlib; print(hashlib.sha256(b'litectl-check/1\\0foreign-key\\0child\\0parent\\0parent_id\\0' + b'1\\0').digest()[:16].hex())"])
+        #expect(fkEntry["fingerprint"] as? String == fkOracle.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
 
         // Against it: silent, exit 0, even with --strict.
         let gate = try litectl("check", "--strict", "--baseline", "base.json", "app.db", in: folder.path)
