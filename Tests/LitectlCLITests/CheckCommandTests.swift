@@ -59,7 +59,7 @@ import TestSupport
         let csv = try litectl("check", "--format", "csv", "f.db", "ok.db", in: folder.path)
         #expect(csv.status == 1)
         let rows = csv.stdout.split(separator: "\r\n")
-        #expect(rows.first == "path,severity,check,object,message,fix")
+        #expect(rows.first == "path,severity,check,object,message,fix,fingerprint,baseline")
         #expect(rows.count == 3)
         #expect(rows[1].hasPrefix("f.db,error,foreign-key,c,"))
     }

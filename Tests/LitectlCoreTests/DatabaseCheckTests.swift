@@ -366,4 +366,96 @@ import TestSupport
             #expect(report.fails(strict: false) == (oracle > 0))
         }
     }
+
+    // MARK: The release gate (issue 40)
+
+    @Test func anEmptyDatabaseIsAnErrorUnlessAllowed() throws {
+        let folder = try TemporaryFolder("check-empty")
+        #expect(FileManager.default.createFile(atPath: folder.file("zero.db"), contents: Data()))
+        let report = check(folder.file("zero.db"))
+        #expect(report.findings.map(\.check) == [.empty] && report.findings[0].severity == .error)
+        #expect(report.fails(strict: false))
+        let allowed = check(folder.file("zero.db")) { $0.allowEmpty = true }
+        #expect(allowed.findings.map(\.severity) == [.note] && !allowed.fails(strict: true))
+        try makeDatabase(folder.file("views.db"), "CREATE VIEW v AS SELECT 1;")
+        #expect(check(folder.file("views.db")).findings.map { "\($0.severity):\($0.check)" } == ["error:empty"])
+    }
+
+    @Test func skipsLeaveOutAWholeCheckOrOneObjectsFindings() throws {
+        let folder = try TemporaryFolder("check-skip")
+        let db = folder.file("s.db")
+        try makeDatabase(db, "CREATE TABLE a(x); CREATE TABLE b(y); CREATE TABLE c(id INTEGER PRIMARY KEY);")
+        #expect(problems(check(db)) == ["no-primary-key:a", "no-primary-key:b"])
+        #expect(problems(check(db) { $0.skips = [CheckSkip(check: .noPrimaryKey, object: "A")] }) == ["no-primary-key:b"])
+        let whole = check(db) { $0.skips = [try! CheckSkip.parse("no-primary-key")] }
+        #expect(problems(whole).isEmpty)
+        #expect(whole.skipped == [.noPrimaryKey] && !whole.ran.contains { $0.check == .noPrimaryKey })
+        #expect(try CheckSkip.parse("redundant-index:idx:with:colons") == CheckSkip(check: .redundantIndex, object: "idx:with:colons"))
+        #expect(throws: DatabaseError.self) { try CheckSkip.parse("open") }
+        #expect(throws: DatabaseError.self) { try CheckSkip.parse("no-primary-key:") }
+    }
+
+    @Test func tablesAFormatDefinesGiveNotesAndTheUsersOwnStillWarn() throws {
+        let folder = try TemporaryFolder("check-spec")
+        let gpkg = folder.file("g.gpkg")
+        try makeDatabase(gpkg, """
+            PRAGMA application_id = 0x47504B47;
+            CREATE TABLE gpkg_spatial_ref_sys(srs_name TEXT NOT NULL, srs_id INTEGER NOT NULL PRIMARY KEY);
+            CREATE TABLE gpkg_contents(table_name TEXT NOT NULL PRIMARY KEY, srs_id INTEGER REFERENCES gpkg_spatial_ref_sys(srs_id));
+            CREATE TABLE gpkg_extensions(table_name TEXT, column_name TEXT, extension_name TEXT NOT NULL,
+                                         CONSTRAINT ge_tce UNIQUE (table_name, column_name, extension_name));
+            CREATE TABLE roads(geom BLOB);
+            """)
+        let report = check(gpkg)
+        #expect(problems(report) == ["no-primary-key:roads"])
+        let notes = report.findings.filter { $0.severity == .note }
+        #expect(notes.map { "\($0.check.rawValue):\($0.object ?? "-")" }.sorted()
+                == ["no-primary-key:gpkg_extensions", "statistics:-", "unindexed-foreign-key:gpkg_contents"], "\(report.findings)")
+        #expect(notes.allSatisfy { $0.message.hasSuffix("(the GeoPackage specification defines this table so; not a warning)") && $0.fix == nil })
+
+        let mbtiles = folder.file("t.mbtiles")
+        try makeDatabase(mbtiles, """
+            CREATE TABLE metadata(name TEXT, value TEXT);
+            CREATE TABLE map(zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_id TEXT);
+            CREATE TABLE images(tile_data BLOB, tile_id TEXT);
+            CREATE VIEW tiles AS SELECT map.zoom_level AS zoom_level, map.tile_column AS tile_column, map.tile_row AS tile_row,
+                images.tile_data AS tile_data FROM map JOIN images ON images.tile_id = map.tile_id;
+            CREATE TABLE extra(x);
+            """)
+        let tiles = check(mbtiles)
+        #expect(problems(tiles) == ["no-primary-key:extra"])
+        #expect(tiles.findings.filter { $0.severity == .note }.compactMap(\.object).sorted() == ["images", "map", "metadata"])
+        // Without its tiles the same metadata table is an ordinary one.
+        try sqlite3(["-batch", mbtiles, "DROP VIEW tiles;"])
+        #expect(problems(check(mbtiles)) == ["no-primary-key:extra", "no-primary-key:images", "no-primary-key:map", "no-primary-key:metadata"])
+    }
+
+    @Test func referenceStatementsSplitAndNormalizeAsSQLiteReadsThem() throws {
+        let reference = try ReferenceSchema(path: "ref.sql", text: """
+            BEGIN TRANSACTION;
+            CREATE TABLE IF NOT EXISTS "t;1"(a TEXT DEFAULT 'x;y', b);  -- a comment; with a semicolon
+            CREATE TEMP TRIGGER tr AFTER INSERT ON "t;1" BEGIN UPDATE "t;1" SET b = 1; DELETE FROM "t;1" WHERE 0; END;
+            CREATE VIRTUAL TABLE r USING rtree(id, x0, x1);
+            CREATE TABLE r_node(nodeno INTEGER PRIMARY KEY, data);
+            CREATE TABLE sqlite_stat1(tbl, idx, stat);
+            COMMIT;
+            """)
+        #expect(reference.names == ["t;1", "tr", "r"])
+        #expect(ReferenceSchema.normalizedText("CREATE TABLE IF NOT EXISTS [T;1] ( A TEXT DEFAULT 'x;y' , b ) ;")
+                == "create table \"t;1\"(a text default 'x;y', b)")
+        let folder = try TemporaryFolder("check-reference")
+        let db = folder.file("r.db")
+        try makeDatabase(db, """
+            CREATE TABLE [T;1] ( A text DEFAULT 'x;y' , B ) ;
+            CREATE VIRTUAL TABLE r USING rtree(id, x0, x1);
+            CREATE TRIGGER tr AFTER INSERT ON "t;1" BEGIN UPDATE "t;1" SET b = 1; DELETE FROM "t;1" WHERE 0; END;
+            """)
+        let report = check(db) { $0.expectedSchema = reference }
+        #expect(report.findings.filter { $0.check == .schema }.isEmpty, "\(report.findings)")
+        #expect(report.ran.contains { $0.check == .schema })
+        // A string is not a name: DEFAULT 'X;Y' differs from 'x;y'.
+        let other = try ReferenceSchema(path: "ref.sql", text: "CREATE TABLE \"t;1\"(a TEXT DEFAULT 'X;Y', b); CREATE VIRTUAL TABLE r USING rtree(id, x0, x1); CREATE TRIGGER tr AFTER INSERT ON \"t;1\" BEGIN UPDATE \"t;1\" SET b = 1; DELETE FROM \"t;1\" WHERE 0; END;")
+        #expect(check(db) { $0.expectedSchema = other }.findings.filter { $0.check == .schema }.map(\.message)
+                == ["table T;1 differs from the reference schema: column A: DEFAULT 'x;y' here, 'X;Y' in the reference"])
+    }
 }

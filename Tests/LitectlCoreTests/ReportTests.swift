@@ -183,9 +183,9 @@ import TestSupport
         let folder = try TemporaryFolder("report-empty")
         #expect(FileManager.default.createFile(atPath: folder.file("empty.db"), contents: Data()))
         let outcome = try DatabaseReport.make(path: folder.file("empty.db"))
-        #expect(!outcome.findings)
+        #expect(outcome.findings, "the check fails an empty database")
         let html = String(decoding: outcome.html, as: UTF8.self)
-        // A 0-byte file is sound, with the check's warning that it holds no table.
+        // A 0-byte file has a report, with the check's error that it holds no table.
         #expect(html.contains("the file is empty (0 bytes)"))
         #expect(html.contains("The database has no pages.") || html.contains("<svg"))
         #expect(try folder.listing() == ["empty.db"])

@@ -34,14 +34,74 @@ public struct CheckOptions: Sendable {
     /// Files smaller than this are checked on one connection whatever
     /// `integrityConnections` says (threads cost more than they save there).
     public var parallelIntegrityMinimumBytes: Int64 = 64 << 20
+    /// A database that holds no table is a note instead of an error.
+    public var allowEmpty = false
+    /// Checks left out (`--skip RULE`) or findings of a check on one object
+    /// left out (`--skip RULE:OBJECT`).
+    public var skips: [CheckSkip] = []
+    /// The schema the database must have (`--expect-schema FILE.sql`).
+    public var expectedSchema: ReferenceSchema?
 
     public init() {}
+
+    /// Whether `--skip` leaves out the whole check.
+    func skipsWhole(_ kind: CheckKind) -> Bool { skips.contains { $0.check == kind && $0.object == nil } }
+
+    /// Whether `--skip` leaves out this finding.
+    func skips(_ finding: Finding) -> Bool {
+        skips.contains { skip in
+            skip.check == finding.check && (skip.object == nil || finding.object.map { sameSQLName($0, skip.object!) } == true)
+        }
+    }
+}
+
+/// One `--skip RULE[:OBJECT]`: a check left out, or its findings on one object.
+public struct CheckSkip: Sendable, Equatable {
+    public var check: CheckKind
+    /// The table, index, view or trigger (compared as SQLite compares names);
+    /// nil for the whole check.
+    public var object: String?
+
+    public init(check: CheckKind, object: String? = nil) {
+        self.check = check
+        self.object = object
+    }
+
+    /// Parses `RULE` or `RULE:OBJECT` (the object is everything after the
+    /// first colon, so it may hold colons). The `open` check cannot be
+    /// skipped: nothing else looks at a file SQLite cannot open.
+    public static func parse(_ text: String) throws -> CheckSkip {
+        let name = text.prefix { $0 != ":" }
+        let object = name.count < text.count ? String(text[text.index(after: name.endIndex)...]) : nil
+        guard let check = CheckKind(rawValue: String(name)) else {
+            throw DatabaseError(code: .misuse, message: "--skip: unknown check '\(name)' (checks: \(CheckKind.allCases.filter { $0 != .open }.map(\.rawValue).joined(separator: ", ")))")
+        }
+        if check == .open {
+            throw DatabaseError(code: .misuse, message: "--skip: the open check cannot be skipped (nothing else looks at a file SQLite cannot open)")
+        }
+        if object?.isEmpty == true {
+            throw DatabaseError(code: .misuse, message: "--skip \(text): name an object after the colon, or give the check alone")
+        }
+        return CheckSkip(check: check, object: object)
+    }
 }
 
 public enum DatabaseCheck {
     /// Checks the file at `path`. Never throws: a file that cannot be checked
     /// gives a report with `failure` set; a corrupt file gives error findings.
     public static func check(path: String, options: CheckOptions = CheckOptions()) -> CheckReport {
+        let started = DispatchTime.now()
+        var report = checkFile(path: path, options: options)
+        report.findings.removeAll { options.skips($0) }
+        report.seconds = secondsSince(started)
+        return report
+    }
+
+    static func secondsSince(_ start: DispatchTime) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    private static func checkFile(path: String, options: CheckOptions) -> CheckReport {
         var report = CheckReport(path: path)
         // Before SQLite opens the file: a read-only connection to a WAL database
         // creates an empty -wal when there is none.
@@ -54,14 +114,16 @@ public enum DatabaseCheck {
         } catch let error as DatabaseError {
             if error.code.primary == .corrupt {
                 report.findings.append(Finding(.error, .open, object: nil,
-                                               "SQLite cannot open the database: \(error.message)"))
+                                               "SQLite cannot open the database: \(error.message)", identity: ["corrupt"]))
+                report.ran = [(check: CheckKind.open, seconds: 0)]
             } else if error.code.primary == .notadb, let size = fileSize, FileCheck.shapeProblem(path, size: size) == nil,
                       (try? FileCheck.readPrefix(of: path, count: 16)) == DatabaseHeader.magic {
                 // The SQLite signature is there and the file is whole, the rest
                 // of the header is not sound: a damaged database, not some other
                 // kind of file (nor a truncated one: an error, as everywhere).
                 report.findings.append(Finding(.error, .open, object: nil,
-                                               "the database header is damaged: SQLite cannot open the database"))
+                                               "the database header is damaged: SQLite cannot open the database", identity: ["header"]))
+                report.ran = [(check: CheckKind.open, seconds: 0)]
             } else {
                 report.failure = error
             }
@@ -77,23 +139,30 @@ public enum DatabaseCheck {
         try? connection.execute("PRAGMA mmap_size=\(Int64(1) << 40)")
 
         var checker = Checker(connection: connection, options: options, path: path)
-        if let hot = connection.hotJournal { checker.hotJournal(hot) }
+        if !options.skipsWhole(.hotJournal) {
+            if let hot = connection.hotJournal { checker.hotJournal(hot) }
+            checker.ran.append((.hotJournal, 0))
+        }
         do {
             try connection.readTransaction {
                 checker.run(fileSize: fileSize, walSize: walSize)
             }
         } catch let error as DatabaseError {
             if error.code.primary == .corrupt {
-                checker.findings.append(Finding(.error, .integrity, object: nil, "database disk image is malformed: \(error.message)"))
+                checker.findings.append(Finding(.error, .integrity, object: nil, "database disk image is malformed: \(error.message)",
+                                                identity: ["malformed"]))
             } else if checker.findings.isEmpty {
                 report.failure = error
             } else {
-                checker.findings.append(Finding(.error, .integrity, object: nil, "check stopped: \(error.message)"))
+                checker.findings.append(Finding(.error, .integrity, object: nil, "check stopped: \(error.message)",
+                                                identity: ["stopped"]))
             }
         } catch {
             report.failure = DatabaseError(code: .error, message: "\(error)", path: path)
         }
         report.findings = checker.findings
+        report.ran = [(check: CheckKind.open, seconds: 0)] + checker.ran
+        report.skipped = CheckKind.allCases.filter { options.skipsWhole($0) }
         return report
     }
 
@@ -146,6 +215,11 @@ struct Checker {
     let options: CheckOptions
     let path: String
     var findings: [Finding] = []
+    /// The checks that ran, with their seconds.
+    var ran: [(check: CheckKind, seconds: Double)] = []
+    /// The tables a file format's specification defines (GeoPackage,
+    /// MBTiles), whose lint findings are notes; see `SpecificationTables`.
+    var specification = SpecificationTables.none
 
     init(connection: Connection, options: CheckOptions, path: String) {
         self.connection = connection
@@ -159,10 +233,17 @@ struct Checker {
             schema = try connection.readSchema()
         } catch {
             schema = nil
-            add(.error, .integrity, nil, "cannot read the schema: \(message(error))")
+            add(.error, .integrity, nil, "cannot read the schema: \(message(error))", identity: ["schema unreadable"])
         }
-        integrity(schema)
+        if !options.skipsWhole(.integrity) {
+            let started = DispatchTime.now()
+            integrity(schema)
+            ran.append((.integrity, DatabaseCheck.secondsSince(started)))
+        }
         guard let schema else { return }
+        let applicationID: Int64
+        if case .integer(let id)? = try? connection.scalar("PRAGMA main.application_id") { applicationID = id } else { applicationID = 0 }
+        specification = SpecificationTables(schema: schema, applicationID: applicationID)
         step(.empty) { try $0.emptiness(fileSize: fileSize) }
         step(.foreignKey) { try $0.foreignKeyCheck() }
         step(.unindexedForeignKey) { $0.unindexedForeignKeys(schema) }
@@ -170,12 +251,19 @@ struct Checker {
         step(.redundantIndex) { $0.redundantIndexes(schema) }
         step(.statistics) { try $0.statistics(schema) }
         step(.freelist) { try $0.freelist() }
-        if let walSize, let fileSize, walSize > fileSize {
-            add(.warning, .walSize, nil,
-                "the -wal file (\(walSize) bytes) is larger than the database (\(fileSize) bytes): checkpoints are not keeping up",
-                fix: "PRAGMA wal_checkpoint(TRUNCATE);")
+        step(.walSize) { checker in
+            if let walSize, let fileSize, walSize > fileSize {
+                checker.add(.warning, .walSize, nil,
+                            "the -wal file (\(walSize) bytes) is larger than the database (\(fileSize) bytes): checkpoints are not keeping up",
+                            fix: "PRAGMA wal_checkpoint(TRUNCATE);")
+            }
         }
-        step(.expectation) { try $0.expectations() }
+        if options.expectUserVersion != nil || options.expectApplicationID != nil || options.expectJournalMode != nil {
+            step(.expectation) { try $0.expectations() }
+        }
+        if let reference = options.expectedSchema {
+            step(.schema) { $0.findings += reference.differences(from: schema) }
+        }
     }
 
     /// A warning for a database whose rollback journal is hot: the checks
@@ -194,28 +282,48 @@ struct Checker {
         add(.warning, .hotJournal, nil, text)
     }
 
-    /// A warning for a file that holds no table or index: SQLite opens a
-    /// 0-byte file as an empty database, so a wiped file passes every other check.
+    /// An error for a file that holds no table or index: SQLite opens a
+    /// 0-byte file as an empty database, so a wiped file passes every other
+    /// check (docs/safety.md: a source that shrank to nothing). A note with
+    /// `--allow-empty`.
     mutating func emptiness(fileSize: Int64?) throws {
         guard case .integer(0)? = try connection.scalar(
             "SELECT count(*) FROM sqlite_schema WHERE type IN ('table','index') AND rootpage > 0") else { return }
-        add(.warning, .empty, nil, fileSize == 0
+        var text = fileSize == 0
             ? "the file is empty (0 bytes): SQLite reads it as a database without tables"
-            : "the database holds no tables")
+            : "the database holds no tables"
+        text += options.allowEmpty ? " (allowed by --allow-empty)" : " (--allow-empty if that is meant)"
+        add(options.allowEmpty ? .note : .error, .empty, nil, text)
     }
 
-    /// Runs one check; a SQLite error inside it becomes an error finding of
-    /// that check (a corrupt page met by a lint query, say).
+    /// Runs one check unless `--skip` leaves it out; a SQLite error inside it
+    /// becomes an error finding of that check (a corrupt page met by a lint
+    /// query, say).
     private mutating func step(_ kind: CheckKind, _ body: (inout Checker) throws -> Void) {
+        guard !options.skipsWhole(kind) else { return }
+        let started = DispatchTime.now()
         do {
             try body(&self)
         } catch {
-            add(.error, kind, nil, "could not run this check: \(message(error))")
+            add(.error, kind, nil, "could not run this check: \(message(error))", identity: ["could not run"])
         }
+        ran.append((kind, DatabaseCheck.secondsSince(started)))
     }
 
-    mutating func add(_ severity: Severity, _ kind: CheckKind, _ object: String?, _ text: String, fix: String? = nil) {
-        findings.append(Finding(severity, kind, object: object, text, fix: fix))
+    /// Adds a finding. A lint finding (no-primary-key, unindexed-foreign-key,
+    /// redundant-index, statistics) on a table whose shape a file format's
+    /// specification prescribes (`table`, the object's table) is a note: the
+    /// user cannot change it without breaking the format.
+    mutating func add(_ severity: Severity, _ kind: CheckKind, _ object: String?, _ text: String, fix: String? = nil,
+                      identity: [String] = [], table: String? = nil) {
+        var severity = severity, text = text, fix = fix
+        if severity == .warning, [.noPrimaryKey, .unindexedForeignKey, .redundantIndex, .statistics].contains(kind),
+           let format = specification.definer(of: table ?? object) {
+            severity = .note
+            text += " (the \(format) specification defines this table so; not a warning)"
+            fix = nil
+        }
+        findings.append(Finding(severity, kind, object: object, text, fix: fix, identity: identity))
     }
 
     private func message(_ error: any Error) -> String {
@@ -240,7 +348,7 @@ struct Checker {
             ?? Checker.integrityMessages(connection, "PRAGMA main.\(pragma)(\(options.maxIntegrityMessages))", pragma: pragma)
         for line in messages {
             let object = line.hasPrefix("\(pragma) stopped") ? nil : Checker.objectNamed(in: line, roots: roots)
-            add(.error, .integrity, object, line)
+            add(.error, .integrity, object, line, identity: [Checker.withoutNumbers(line)])
         }
         if options.quick {
             add(.note, .integrity, nil, "quick_check: indexes were not compared with their tables (run without --quick for that)")
@@ -322,6 +430,23 @@ struct Checker {
         }
     }
 
+    /// `text` with every run of digits replaced by `#`: integrity_check names
+    /// pages, cells and rowids, which move when unrelated parts of the file
+    /// change (a VACUUM, rows added elsewhere).
+    static func withoutNumbers(_ text: String) -> String {
+        var out = "", inNumber = false
+        for c in text {
+            if c.isASCII && c.isNumber {
+                if !inNumber { out.append("#") }
+                inNumber = true
+            } else {
+                out.append(c)
+                inNumber = false
+            }
+        }
+        return out
+    }
+
     /// The object an integrity_check message names: "... in index NAME",
     /// "NULL value in TABLE.COLUMN", "Tree N page ..." (N a root page).
     static func objectNamed(in line: String, roots: [Int64: String]) -> String? {
@@ -344,14 +469,28 @@ struct Checker {
     /// foreign_key_check, whatever the foreign_keys setting: one error per
     /// foreign key with orphan rows (their count and the first rowids).
     mutating func foreignKeyCheck() throws {
-        struct Group { var table: String; var parent: String; var count = 0; var rowids: [String] = [] }
+        struct Group { var table: String; var parent: String; var columns: [String] = []; var count = 0; var rowids: [String] = [] }
+        // The child columns of each foreign key (foreign_key_check names it
+        // by its id, which renumbers when another foreign key is added).
+        var keyColumns: [String: [String]] = [:]
         var groups: [String: Group] = [:]
         var order: [String] = []
         let statement = try connection.prepare("PRAGMA main.foreign_key_check")
         try statement.forEachRow { row in
             let table = row.string(at: 0), parent = row.string(at: 2)
             let key = "\(table)\u{0}\(parent)\u{0}\(row.int64(at: 3))"
-            if groups[key] == nil { groups[key] = Group(table: table, parent: parent); order.append(key) }
+            if groups[key] == nil {
+                let id = row.int64(at: 3)
+                if keyColumns[table] == nil {
+                    keyColumns[table] = []
+                    let list = try connection.prepare("SELECT id, seq, \"from\" FROM pragma_foreign_key_list(?) ORDER BY id, seq")
+                    try list.bind([.text(Array(table.utf8))])
+                    try list.forEachRow { fk in keyColumns[table]!.append("\(fk.int64(at: 0))\u{0}\(fk.string(at: 2))") }
+                }
+                let columns = keyColumns[table]!.filter { $0.hasPrefix("\(id)\u{0}") }.map { String($0.drop { $0 != "\u{0}" }.dropFirst()) }
+                groups[key] = Group(table: table, parent: parent, columns: columns)
+                order.append(key)
+            }
             groups[key]!.count += 1
             if groups[key]!.rowids.count < 5 { groups[key]!.rowids.append(row.isNull(at: 1) ? "NULL" : String(row.int64(at: 1))) }
         }
@@ -359,7 +498,8 @@ struct Checker {
             let g = groups[key]!
             let more = g.count > g.rowids.count ? ", …" : ""
             add(.error, .foreignKey, g.table,
-                "\(g.count) row\(g.count == 1 ? "" : "s") of \(g.table) refer\(g.count == 1 ? "s" : "") to a missing row of \(g.parent) (rowid \(g.rowids.joined(separator: ", "))\(more))")
+                "\(g.count) row\(g.count == 1 ? "" : "s") of \(g.table) refer\(g.count == 1 ? "s" : "") to a missing row of \(g.parent) (rowid \(g.rowids.joined(separator: ", "))\(more))",
+                identity: [g.parent] + g.columns + [String(g.count)])
         }
     }
 
@@ -388,7 +528,7 @@ struct Checker {
                     + key.columns.map(quoteIdentifier).joined(separator: ", ") + ");"
                 add(.warning, .unindexedForeignKey, table.name,
                     "foreign key (\(key.columns.joined(separator: ", "))) → \(key.parentTable) has no index on its child column\(key.columns.count == 1 ? "" : "s"): deletes and key updates in \(key.parentTable) scan \(table.name)",
-                    fix: fix)
+                    fix: fix, identity: [key.parentTable] + key.columns)
             }
         }
     }
@@ -428,7 +568,7 @@ struct Checker {
             let how = other.parts.count == mine.count ? "duplicates" : "is a leading part of"
             add(.warning, .redundantIndex, index.name,
                 "index \(index.name) \(how) index \(other.name) on \(index.table): it costs space and write time and serves no query the other cannot",
-                fix: "DROP INDEX \(quoteIdentifier(index.name));")
+                fix: "DROP INDEX \(quoteIdentifier(index.name));", identity: [how, other.name], table: index.table)
         }
     }
 
@@ -439,9 +579,12 @@ struct Checker {
         let userIndexed = schema.tables.filter { $0.kind == .ordinary && indexedTables.contains(sqlNameKey($0.name)) }
         guard !userIndexed.isEmpty else { return }
         guard schema.table(named: "sqlite_stat1") != nil else {
+            // Indexes only on tables a format's specification defines: their
+            // own small tables, whose plans statistics do not change.
+            let specOnly = userIndexed.allSatisfy { specification.definer(of: $0.name) != nil }
             add(.warning, .statistics, nil,
                 "the database has indexes but no sqlite_stat1: the query planner guesses table sizes",
-                fix: "ANALYZE;")
+                fix: "ANALYZE;", identity: ["no sqlite_stat1"], table: specOnly ? userIndexed[0].name : nil)
             return
         }
         var recorded: [[UInt8]: Int64] = [:]
@@ -460,7 +603,7 @@ struct Checker {
                 if actual > 0 {
                     add(.warning, .statistics, table.name,
                         "table \(table.name) has \(actual) rows and indexes but no sqlite_stat1 row",
-                        fix: "ANALYZE \(quoteIdentifier(table.name));")
+                        fix: "ANALYZE \(quoteIdentifier(table.name));", identity: ["no sqlite_stat1 row"])
                 }
                 continue
             }
@@ -469,7 +612,7 @@ struct Checker {
             if high - low >= 100, high > low * options.maxStatisticsDrift {
                 add(.warning, .statistics, table.name,
                     "sqlite_stat1 says table \(table.name) has \(stat) rows; it has \(actual)",
-                    fix: "ANALYZE \(quoteIdentifier(table.name));")
+                    fix: "ANALYZE \(quoteIdentifier(table.name));", identity: ["row count drift"])
             }
         }
     }
@@ -488,16 +631,19 @@ struct Checker {
     mutating func expectations() throws {
         if let expected = options.expectUserVersion,
            case .integer(let actual)? = try connection.scalar("PRAGMA main.user_version"), actual != expected {
-            add(.error, .expectation, nil, "user_version is \(actual), expected \(expected)")
+            add(.error, .expectation, nil, "user_version is \(actual), expected \(expected)",
+                identity: ["user_version", String(actual), String(expected)])
         }
         if let expected = options.expectApplicationID,
            case .integer(let actual)? = try connection.scalar("PRAGMA main.application_id"), actual != expected {
-            add(.error, .expectation, nil, "application_id is \(actual), expected \(expected)")
+            add(.error, .expectation, nil, "application_id is \(actual), expected \(expected)",
+                identity: ["application_id", String(actual), String(expected)])
         }
         if let expected = options.expectJournalMode {
             let actual = try connection.journalMode()
             if sqlNameKey(actual) != sqlNameKey(expected) {
-                add(.error, .expectation, nil, "journal_mode is \(actual), expected \(expected.lowercased())")
+                add(.error, .expectation, nil, "journal_mode is \(actual), expected \(expected.lowercased())",
+                    identity: ["journal_mode", actual.lowercased(), expected.lowercased()])
             }
         }
     }
