@@ -199,10 +199,10 @@ final class ReplicateTests: XCTestCase {
         _ = try repository.putSegment(Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: [state]))
         // The base, written after forget listed the snapshots (its bytes do not matter here).
         try store.put("snapshots/" + chain, [1, 2, 3])
-        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository) { _ in }
         XCTAssertTrue(removed.isEmpty, "a base that exists keeps its segments: \(removed.map(\.chain))")
         try store.delete("snapshots/" + chain)
-        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository) { _ in }
         XCTAssertEqual(removed.map(\.chain), [chain], "segments whose base is gone are orphans")
     }
 
