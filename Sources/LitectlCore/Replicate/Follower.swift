@@ -41,6 +41,9 @@ final class DatabaseFollower {
     let hostname = RepoLock.hostname
     let repository: Repository
     let options: ReplicateOptions
+    /// This database's lease in the repository (the Replicator renews it):
+    /// the shipper writes nothing while it is not held; taken over, the follower stops.
+    let lease: FollowerLease?
     let control: FollowerControl
     let status: FollowerStatus
     let report: (ReplicateEvent) -> Void
@@ -81,12 +84,12 @@ final class DatabaseFollower {
     }
     private var fileID: (dev: UInt64, ino: UInt64)?
 
-    init(source: String, repository: Repository, options: ReplicateOptions, control: FollowerControl,
+    init(source: String, repository: Repository, options: ReplicateOptions, lease: FollowerLease? = nil, control: FollowerControl,
          status: FollowerStatus, report: @escaping (ReplicateEvent) -> Void) {
         self.source = source
         path = BackupJob.resolvedPath(source)
         name = DurableFolder.baseName(of: path)
-        self.repository = repository; self.options = options; self.control = control; self.status = status; self.report = report
+        self.repository = repository; self.options = options; self.lease = lease; self.control = control; self.status = status; self.report = report
     }
 
     // MARK: Running
@@ -98,7 +101,7 @@ final class DatabaseFollower {
         marks = try ReadMarks(path: source)
         do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
         fileID = Self.identity(source)
-        let shipper = Shipper(repository: repository, database: source, shipped: { [status, report, source] unit, bytes in
+        let shipper = Shipper(repository: repository, database: source, lease: lease, shipped: { [status, report, source] unit, bytes in
             status.shipped(unit, bytes: bytes)
             report(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
         }, problem: { [status, report, source] message, retrying in
@@ -152,6 +155,8 @@ final class DatabaseFollower {
         marks.hold(first)
         var lastCut = Clock.now(), lastFold = Clock.now(), lastIdentity = Clock.now()
         while true {
+            // Another follower took the lease over (this one could not renew it): it follows the database now.
+            if let lost = lease?.lost { throw lost }
             let stopping = control.stopRequested
             if stopping {
             } else if marks.checkpointRunning {

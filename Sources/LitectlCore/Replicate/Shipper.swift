@@ -44,9 +44,12 @@ final class Shipper: @unchecked Sendable {
     /// The packs the last gathering replaced, removed at the next one.
     private var replacedPacks: [String] = []
 
-    init(repository: Repository, database: String, limit: Int = 16 << 20,
+    /// The database's lease: no unit is written while it is not held.
+    let lease: FollowerLease?
+
+    init(repository: Repository, database: String, lease: FollowerLease? = nil, limit: Int = 16 << 20,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
-        self.repository = repository; self.database = database; self.limit = limit
+        self.repository = repository; self.database = database; self.lease = lease; self.limit = limit
         self.shipped = shipped; self.problem = problem
     }
 
@@ -105,6 +108,7 @@ final class Shipper: @unchecked Sendable {
         var delay = 0.5
         while true {
             do { try body(); return true } catch {
+                if let lost = error as? FollowerLeaseLost { problem(lost.description, false); return false }
                 let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
                 if skippingPermanent && !Self.isTransient(error) {
                     problem("\(what): \(message); skipped (the segments stay as they are)", false)
@@ -159,6 +163,11 @@ final class Shipper: @unchecked Sendable {
             case .begin:
                 unitBytes = 0
                 inUnit = true
+                // Only under the database's lease: one that ran out (the store
+                // unreachable) is renewed first; one taken over ends the shipping.
+                if let lease, !lease.isHeld, !retrying("\(repository.location): cannot renew the lease of \(database)", {
+                    try lease.renew(force: true)
+                }) { fail(); continue }
                 if lock != nil { continue }
                 if !retrying("\(repository.location): cannot take a shared lock", {
                     lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
