@@ -128,9 +128,15 @@ public final class FollowerLease: @unchecked Sendable {
     public let hostname = RepoLock.hostname
     let key: String
     public let since: Double
+    /// Guards the fields below; never held across a request (the follower
+    /// asks `lost` at every look, holding its read mark).
     private let lock = NSLock()
+    /// Makes renewals (the keeper's, the shipper's) one at a time.
+    private let renewing = NSLock()
     /// Monotonic time at which the last successful renewal (or the taking) began.
     private var renewedAt: Double
+    /// Monotonic time of the last renewal that failed (renewals are then tried every `renewEvery`).
+    private var failedAt = -Double.infinity
     private var lostTo: FollowerLeaseLost?
 
     private init(repository: Repository, path: String, key: String, since: Double, renewedAt: Double) {
@@ -139,28 +145,43 @@ public final class FollowerLease: @unchecked Sendable {
 
     /// Takes the lease of the database at `path` (resolved), waiting up to
     /// `timeout` seconds for another follower's to end or go stale (nil
-    /// when `cancelled` says so meanwhile); `note` hears once that it
-    /// waits, and each stale lease it takes over.
+    /// when `cancelled` says so meanwhile); a store that cannot be reached
+    /// is tried again (0.5 s, doubling to 30 s) for as long as it takes.
+    /// `note` hears once that it waits, each retry, and each stale lease it
+    /// takes over.
     public static func acquire(_ repository: Repository, path: String, timeout: Double, cancelled: () -> Bool = { false },
                                note: (String) -> Void = { _ in }) throws -> FollowerLease? {
         let key = "followers/" + Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
         let since = Clock.wall()
         let deadline = Deadline(seconds: timeout)
         var told = false
+        var delay = 0.5
+        func pause(_ seconds: Double) -> Bool {
+            let until = Clock.now() + seconds
+            while Clock.now() < until {
+                if cancelled() { return false }
+                usleep(50_000)
+            }
+            return true
+        }
         while true {
             let started = Clock.now()
             let lease = FollowerLease(repository: repository, path: path, key: key, since: since, renewedAt: started)
-            if let holder = try lease.claim(note: note) {
+            let found: FollowerLeaseInfo?
+            do { found = try lease.claim(note: note) } catch let error as StoreError where error.kind == .unavailable || error.kind == .io {
+                // A store that cannot be reached now: tried again, as the follower's writes are.
+                note("cannot take its lease in the repository: \(error.description); retrying in \(String(format: "%.1f", delay)) s")
+                guard pause(delay) else { return nil }
+                delay = min(30, delay * 2)
+                continue
+            }
+            if let holder = found {
                 if deadline.passed {
                     throw StoreError(.other, location: repository.location,
                                      message: "\(path) is already followed into this repository by \(holder.summary); gave up after \(Self.seconds(timeout)) s (its lease is taken over once that follower is gone, or \(Int(holder.leaseSeconds)) s after its last renewal)")
                 }
                 if !told { note("followed into this repository by \(holder.summary); waiting up to \(Self.seconds(timeout)) s for it to stop"); told = true }
-                let until = Clock.now() + Double.random(in: 0.5...1.5)
-                while Clock.now() < until {
-                    if cancelled() { return nil }
-                    usleep(50_000)
-                }
+                guard pause(Double.random(in: 0.5...1.5)) else { return nil }
                 continue
             }
             return lease
@@ -214,25 +235,37 @@ public final class FollowerLease: @unchecked Sendable {
     /// (`FollowerLeaseLost`, thrown from then on). A store failure throws
     /// its error; the lease then runs out unless a later renewal succeeds.
     public func renew(force: Bool = false) throws {
-        lock.lock(); defer { lock.unlock() }
-        if let lostTo { throw lostTo }
+        renewing.lock(); defer { renewing.unlock() }
         let started = Clock.now()
-        guard force || started - renewedAt >= Self.renewEvery else { return }
+        let (lostTo, renewedAt, failedAt) = state
+        if let lostTo { throw lostTo }
+        guard force || started - max(renewedAt, failedAt) >= Self.renewEvery else { return }
         let held = started - renewedAt < Self.leaseSeconds - Self.margin
-        let present = try repository.store.list(prefix: "followers/").contains { $0.key == key }
-        if held && present {
-            try write()
-        } else if let holder = try claim(note: { _ in }) {
-            lostTo = FollowerLeaseLost(path: path, holder: holder)
-            throw lostTo!
+        do {
+            let present = try repository.store.list(prefix: "followers/").contains { $0.key == key }
+            if held && present {
+                try write()
+            } else if let holder = try claim(note: { _ in }) {
+                let lost = FollowerLeaseLost(path: path, holder: holder)
+                lock.lock(); self.lostTo = lost; lock.unlock()
+                throw lost
+            }
+        } catch let error where !(error is FollowerLeaseLost) {
+            lock.lock(); self.failedAt = started; lock.unlock()
+            throw error
         }
-        renewedAt = started
+        lock.lock(); self.renewedAt = started; lock.unlock()
+    }
+
+    private var state: (lost: FollowerLeaseLost?, renewedAt: Double, failedAt: Double) {
+        lock.lock(); defer { lock.unlock() }
+        return (lostTo, renewedAt, failedAt)
     }
 
     /// Removes the lease (best effort: a stale one is taken over anyway).
     public func release() {
-        lock.lock(); defer { lock.unlock() }
-        if lostTo == nil { try? repository.store.delete(key) }
+        renewing.lock(); defer { renewing.unlock() }
+        if lost == nil { try? repository.store.delete(key) }
     }
 
     /// Every follower's lease in the repository; an object that cannot be
