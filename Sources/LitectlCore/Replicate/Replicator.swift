@@ -29,11 +29,34 @@ public struct ReplicateOptions: Sendable {
     public var otherInputs: [String] = []
     /// Seconds a stop waits for the repository to take what is left.
     public var stopTimeout: Double = 60
-    /// 0: never checkpoint. Else, once the -wal holds this many frames,
-    /// run a RESTART checkpoint (through a read-write connection of its own;
-    /// see ReadMarks.restartCheckpoint), so that the -wal restarts.
-    public var checkpointFrames = 0
+    /// When the follower runs a checkpoint of its own, so that the -wal
+    /// restarts (its read mark keeps the application's automatic ones from
+    /// restarting it): see `CheckpointPolicy` and docs/replicate.md.
+    public var checkpoint = CheckpointPolicy.auto
     public init() {}
+}
+
+/// When the follower checkpoints the -wal itself (a PASSIVE checkpoint, then,
+/// when commits came meanwhile, a RESTART one: ReadMarks.swift).
+public enum CheckpointPolicy: Sendable, Equatable {
+    /// Never: the -wal restarts only at the application's RESTART or
+    /// TRUNCATE checkpoints, and grows until then.
+    case never
+    /// As the application would without the follower: once its own
+    /// checkpoint (SQLite's automatic one, at 1000 frames by default) was
+    /// held back by the follower's read mark, having copied some frames
+    /// and not all, with the -wal at `autoFrames` frames or more; and in
+    /// any case once the -wal holds `autoBytes`.
+    case auto
+    /// Once the -wal holds this many frames.
+    case frames(Int)
+
+    /// SQLite's default wal_autocheckpoint: below it, an application's
+    /// checkpoint is its own business (an explicit one every few commits),
+    /// and the follower's would only compete with it.
+    public static let autoFrames = 1000
+    /// The -wal's size past which the follower checkpoints whatever the application does.
+    public static let autoBytes = 32 << 20
 }
 
 /// What `replicate` follows and where to: from the command line, or from a
