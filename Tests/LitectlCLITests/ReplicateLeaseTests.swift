@@ -150,8 +150,9 @@ extension ReplicateCommandTests {
         // app.db's chain damaged beyond reading: a byte of one of its segments flipped.
         let repository = try Repository.open(FolderStore(path: repo.url), secret: nil)
         let bases = Repository.chainBases(try repository.snapshots().snapshots)
-        let damaged = try #require(bases.first { $0.database == "app.db" })
-        let segments = try FileManager.default.contentsOfDirectory(atPath: repo.url + "/segments/" + damaged.id).sorted()
+        let damaged = try #require(bases.first { $0.database == "app.db" && FileManager.default.fileExists(atPath: repo.url + "/segments/" + $0.id) },
+                                   "app.db's chain has segments: \(bases.map { "\($0.database) \($0.id)" })")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: repo.url + "/segments/" + damaged.id).filter { !$0.hasPrefix(".") }.sorted()
         let victim = repo.url + "/segments/" + damaged.id + "/" + segments[0]
         var bytes = try Data(contentsOf: URL(fileURLWithPath: victim))
         bytes[bytes.count / 2] ^= 0x40
