@@ -37,8 +37,9 @@ public struct FollowerLeaseInfo: Sendable {
 
     /// Why the lease no longer holds, or nil while it does: its process is
     /// gone (a reader on the same host, boot and pid namespace can tell), or
-    /// it was not renewed for its length (by the reader's clock: hosts must
-    /// keep their clocks within a few seconds of each other, as NTP does).
+    /// it was not renewed for its length, or its time is further ahead than
+    /// that (by the reader's clock: hosts must keep their clocks within a few
+    /// seconds of each other, as NTP does).
     public var staleReason: String? {
         let here = ProcessIdentity.current
         if sameBytes(hostname, RepoLock.hostname), !bootID.isEmpty, sameBytes(bootID, here.bootID),
@@ -47,6 +48,9 @@ public struct FollowerLeaseInfo: Sendable {
         }
         let age = Clock.wall() - time
         if age > leaseSeconds { return "not renewed for \(Int(age)) s (its lease is \(Int(leaseSeconds)) s)" }
+        // A time further ahead than a lease lasts is no renewal either (a
+        // clock far ahead, or a hostile object): else it would hold for ever.
+        if -age > leaseSeconds { return "renewed \(Int(-age)) s ahead of this host's clock (its lease is \(Int(leaseSeconds)) s)" }
         return nil
     }
 
