@@ -22,6 +22,9 @@ struct WriterLog {
     var checkpoints: [(mode: String, busy: Int, log: Int)] = []
     var errors: [String] = []
     var last = 0
+    /// The -wal's largest size after a commit, and after the last (the writer's `wal` line).
+    var walPeak: Int?
+    var walLast: Int?
 
     init(_ path: String) throws {
         for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
@@ -30,6 +33,7 @@ struct WriterLog {
             case "commit": commits[Int(p[1])!] = (Double(p[2])!, p[3], Double(p[4])!); last = max(last, Int(p[1])!)
             case "checkpoint": checkpoints.append((p[1], Int(p[2])!, Int(p[3])!))
             case "error": errors.append(String(line))
+            case "wal": walPeak = max(walPeak ?? 0, Int(p[1]) ?? 0); walLast = Int(p[2])
             default: break
             }
         }
@@ -347,6 +351,8 @@ final class FollowerProcess {
         let port = proxy.port
         let events = folder.file("events.log")
         let follower = try FollowerProcess([db, "--repo", url, "--endpoint", proxy.endpoint], events: events)
+        // (Its first copy, which holds its mark as a backup's read would, done before the outage.)
+        #expect(waitUntil(60) { started(events) })
         let writer = try startWriter(db, log: logPath, ["--seconds", String(9 * Self.soak), "--checkpoint-every", "10", "--truncate-every", "30"])
         Thread.sleep(forTimeInterval: 3)
         proxy.stop()

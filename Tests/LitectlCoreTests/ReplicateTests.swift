@@ -199,10 +199,10 @@ final class ReplicateTests: XCTestCase {
         _ = try repository.putSegment(Segment(chain: chain, hostname: "host", path: "/srv/app.db", pageSize: 4096, states: [state]))
         // The base, written after forget listed the snapshots (its bytes do not matter here).
         try store.put("snapshots/" + chain, [1, 2, 3])
-        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        var (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository) { _ in }
         XCTAssertTrue(removed.isEmpty, "a base that exists keeps its segments: \(removed.map(\.chain))")
         try store.delete("snapshots/" + chain)
-        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository)
+        (_, removed) = try RepoForget.decide([], policy: RetentionPolicy(last: 1), within: nil, repository: repository) { _ in }
         XCTAssertEqual(removed.map(\.chain), [chain], "segments whose base is gone are orphans")
     }
 
@@ -391,5 +391,49 @@ final class ReplicateTests: XCTestCase {
         XCTAssertEqual(try RepoForget.parseDuration("90m"), 5400)
         XCTAssertThrowsError(try RepoForget.parseDuration("7"))
         XCTAssertThrowsError(try RepoForget.parseDuration("week"))
+    }
+
+    /// One follower per database: of two that claim one database's lease at
+    /// once, one holds it and the other is refused naming it (another
+    /// database is no conflict); a holder whose lease was removed (taken for
+    /// stale by another) and taken by another is lost, and says so at its
+    /// next renewal; in an encrypted repository too.
+    func testOneLeasePerDatabase() throws {
+        for encrypted in [false, true] {
+            let folder = try TemporaryFolder("replicate-lease")
+            let store = FolderStore(path: folder.file("repo"))
+            try store.createRoot()
+            let repository = try Repository.initialize(store, secret: encrypted ? .keyFile(folder.file("key")) : nil)
+            let results = Locked([Result<FollowerLease?, any Error>]())
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                let r = Result { try FollowerLease.acquire(repository, path: "/srv/app.db", timeout: 3) }
+                results.withLock { $0.append(r) }
+            }
+            let all = results.withLock { $0 }
+            let held = all.compactMap { try? $0.get() }.compactMap { $0 }
+            XCTAssertEqual(held.count, 1, "one holds the lease")
+            for case .failure(let error) in all {
+                XCTAssertTrue("\(error)".contains("/srv/app.db is already followed into this repository by replicate (pid \(getpid()) on "), "\(error)")
+            }
+            let holder = try XCTUnwrap(held.first)
+            XCTAssertTrue(holder.isHeld)
+            let listed = try FollowerLease.list(repository)
+            XCTAssertEqual(listed.map(\.path), ["/srv/app.db"])
+            XCTAssertNil(listed[0].staleReason, "a live process's lease holds")
+            let other = try XCTUnwrap(try FollowerLease.acquire(repository, path: "/srv/other.db", timeout: 0))
+            try holder.renew(force: true)
+            // Removed under its holder, and claimed by another.
+            try store.delete(holder.key)
+            let taker = try XCTUnwrap(try FollowerLease.acquire(repository, path: "/srv/app.db", timeout: 0))
+            XCTAssertThrowsError(try holder.renew(force: true)) { XCTAssertTrue($0 is FollowerLeaseLost, "\($0)") }
+            XCTAssertNotNil(holder.lost)
+            XCTAssertFalse(holder.isHeld)
+            XCTAssertTrue(taker.isHeld)
+            holder.release()
+            XCTAssertEqual(try FollowerLease.list(repository).count, 2, "a lost holder removes nothing")
+            taker.release()
+            other.release()
+            XCTAssertTrue(try store.list(prefix: "followers/").isEmpty)
+        }
     }
 }

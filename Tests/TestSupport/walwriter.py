@@ -10,13 +10,18 @@ usage:
   walwriter.py write DB LOG [DB LOG ...] [--seconds S | --commits N] [--every-ms M]
                [--seed N] [--checkpoint-every K] [--truncate-every K] [--big-every K]
                [--vacuum-every K] [--busy-timeout-ms T] [--initial-rows N] [--positions]
+               [--payload-bytes B]
       Several DB LOG pairs get the same transactions in lockstep (each commit goes
-      to each database in turn). Log lines, flushed as written:
+      to each database in turn). --payload-bytes makes every row it inserts or
+      updates B bytes (else 50-400). Log lines, flushed as written:
         commit C TIME COUNT:SUM BEFORE [SALT1 SALT2 FRAME]
             TIME: when COMMIT returned; BEFORE: when it was issued (the commit became
             visible to readers in between); --positions: the -wal position after it
         checkpoint MODE BUSY LOG CHECKPOINTED SECONDS
         vacuum C TIME
+        wal PEAK LAST
+            the -wal's largest size in bytes after a commit, and its size after the last
+            (SQLite's automatic checkpoints, or the lack of them, set it)
         done COMMITS SECONDS
       A commit or checkpoint that fails logs "error ..." and exits 1. SIGTERM or SIGINT
       stops it between two commits.
@@ -51,6 +56,14 @@ class Database:
             sys.exit(f"walwriter: {path}: cannot switch to WAL mode")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.shm = None
+        self.wal_peak = self.wal_last = 0
+
+    def note_wal_size(self):
+        try:
+            self.wal_last = os.stat(self.path + "-wal").st_size
+        except OSError:
+            self.wal_last = 0
+        self.wal_peak = max(self.wal_peak, self.wal_last)
 
     def position(self):
         """The -wal position after the last commit, from the wal-index header in the -shm."""
@@ -92,6 +105,9 @@ def write(args):
         total = (total + row_hash(rowid, k, p)) & MASK
     next_id = max(model, default=0) + 1
     modes = ["PASSIVE", "FULL", "RESTART", "TRUNCATE"]
+
+    def payload(rng):
+        return args.payload_bytes if args.payload_bytes else rng.randrange(50, 400)
     stop = []
     for s in (signal.SIGTERM, signal.SIGINT):
         signal.signal(s, lambda *_: stop.append(1))
@@ -110,12 +126,12 @@ def write(args):
         for _ in range(rng.randrange(1, 5)):
             kind = rng.random()
             if kind < 0.45 or not ids:
-                ops.append(("insert", next_id, rng.randrange(1 << 40), rng.randbytes(rng.randrange(50, 400))))
+                ops.append(("insert", next_id, rng.randrange(1 << 40), rng.randbytes(payload(rng))))
                 ids.append(next_id)
                 next_id += 1
             elif kind < 0.85:
                 rowid = rng.choice(ids)
-                ops.append(("update", rowid, rng.randrange(1 << 40), rng.randbytes(rng.randrange(50, 400))))
+                ops.append(("update", rowid, rng.randrange(1 << 40), rng.randbytes(payload(rng))))
             else:
                 rowid = rng.choice(ids)
                 ops.append(("delete", rowid))
@@ -153,6 +169,7 @@ def write(args):
                 total = (total + row_hash(op[1], op[2], op[3])) & MASK
         now = time.time()
         for db in dbs:
+            db.note_wal_size()
             line = f"commit {counter} {now:.6f} {len(model)}:{total} {before:.6f}"
             if args.positions:
                 pos = db.position()
@@ -182,6 +199,7 @@ def write(args):
             time.sleep(args.every_ms / 1000)
     elapsed = time.time() - start
     for db in dbs:
+        db.log.write(f"wal {db.wal_peak} {db.wal_last}\n")
         db.log.write(f"done {commits} {elapsed:.3f}\n")
         db.conn.close()
     print(f"{commits} commits in {elapsed:.3f} s: {commits / elapsed:.1f} commits/s")
@@ -203,6 +221,7 @@ def main():
     w.add_argument("--busy-timeout-ms", type=int, default=5000)
     w.add_argument("--initial-rows", type=int, default=500)
     w.add_argument("--positions", action="store_true")
+    w.add_argument("--payload-bytes", type=int, default=0)
     d = sub.add_parser("digest")
     d.add_argument("db")
     args = parser.parse_args()

@@ -19,8 +19,11 @@ into two copies of a generated WAL database in lockstep. Measured:
   the writer's own digest of that commit;
 - each follower's CPU seconds during the main phase, and its peak memory;
 - the writer's commits per second alone on a database with no follower, with
-  litectl's (without and with --checkpoint-frames) and with Litestream's
-  (medians of rounds alternated).
+  litectl's (on its defaults) and with Litestream's (medians of rounds alternated);
+- the application's -wal (its largest size after a commit, and its size after the
+  last) under a writer of 2 KB rows every 2 ms that relies on SQLite's automatic
+  checkpoint, with no follower, with litectl's on its defaults and with
+  Litestream's (one run each, one after the other).
 Prints one JSON object (the report) on stdout; progress on stderr.
 """
 import argparse, datetime, json, os, random, shutil, signal, socket, statistics, struct, subprocess, sys, threading, time
@@ -226,7 +229,7 @@ class Bench:
         self.events = f"{self.t}/litectl-events.jsonl"
         log("starting the followers (first copies)")
         t = time.time()
-        self.lc = self.start_litectl(a_db, "litectl", self.events, extra=["--checkpoint-frames", "1000", *self.a.litectl_args.split()])
+        self.lc = self.start_litectl(a_db, "litectl", self.events, extra=self.a.litectl_args.split())
         self.report["litectl_first_copy_seconds"] = time.time() - t
         t = time.time()
         self.ls, self.ls_config = self.start_litestream(b_db, "litestream", f"{self.t}/litestream.log")
@@ -267,7 +270,7 @@ class Bench:
         self.lc.wait()
         out = open(self.events, "a")
         self.lc = subprocess.Popen([self.a.litectl, "replicate", self.a_db, "--repo", "s3://bench/litectl", "--endpoint", self.endpoint,
-                                    "--json", "--checkpoint-frames", "1000", *self.a.litectl_args.split()], stdout=out, stderr=out, env=self.env)
+                                    "--json", *self.a.litectl_args.split()], stdout=out, stderr=out, env=self.env)
         th.join()
         time.sleep(4)
         self.t_end = time.time()
@@ -394,7 +397,7 @@ class Bench:
 
     # -- the writer's throughput -----------------------------------------------------------
     def throughput(self):
-        configs = ["none", "litectl", "litectl --checkpoint-frames 1000", "litestream"]
+        configs = ["none", "litectl", "litestream"]
         rates = {c: [] for c in configs}
         rng = random.Random(5)
         for r in range(self.a.throughput_rounds):
@@ -404,9 +407,8 @@ class Bench:
                 db = self.copy("tp.db")
                 prefix = f"tp{r}-{configs.index(config)}"
                 follower = None
-                if config.startswith("litectl"):
-                    extra = ["--checkpoint-frames", "1000"] if "checkpoint" in config else []
-                    follower = self.start_litectl(db, prefix, f"{self.t}/{prefix}.jsonl", extra=extra)
+                if config == "litectl":
+                    follower = self.start_litectl(db, prefix, f"{self.t}/{prefix}.jsonl")
                 elif config == "litestream":
                     follower, _ = self.start_litestream(db, prefix, f"{self.t}/{prefix}.log")
                 time.sleep(2)
@@ -418,6 +420,35 @@ class Bench:
         med = {c: statistics.median(v) for c, v in rates.items()}
         self.report["writer_commits_per_second"] = med
         self.report["writer_commits_per_second_runs"] = rates
+
+    # -- the application's -wal ---------------------------------------------------------
+    def wal_sizes(self):
+        """The -wal's peak and last size under a writer of 2 KB rows every 2 ms (SQLite's
+        automatic checkpoint only), alone, beside litectl's follower, beside Litestream's."""
+        out = {}
+        for config in ("none", "litectl", "litestream"):
+            db = self.copy(f"wal-{config}.db")
+            prefix = f"wal-{config}"
+            follower = None
+            if config == "litectl":
+                follower = self.start_litectl(db, prefix, f"{self.t}/{prefix}.jsonl")
+            elif config == "litestream":
+                follower, _ = self.start_litestream(db, prefix, f"{self.t}/{prefix}.log")
+            time.sleep(2)
+            log_ = f"{self.t}/{prefix}.writer"
+            cmd = ["/usr/bin/python3", self.a.writer, "write", db, log_, "--seconds", str(self.a.wal_seconds),
+                   "--every-ms", str(self.a.wal_every_ms), "--payload-bytes", str(self.a.wal_payload_bytes)]
+            r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            status = self.stop(follower) if follower else 0
+            peak = last = None
+            for line in open(log_):
+                p = line.split()
+                if p[0] == "wal":
+                    peak, last = int(p[1]), int(p[2])
+            out[config] = {"peak": peak, "last": last, "commits_per_second": float(r.stdout.split(":")[-1].split()[0]),
+                           "follower_exit_status": status}
+            log(f"-wal with {config}: peak {peak / 1e6:.1f} MB, at the end {last / 1e6:.1f} MB")
+        self.report["application_wal_bytes"] = out
 
     def run(self):
         try:
@@ -432,6 +463,9 @@ class Bench:
             if self.a.throughput_rounds > 0:
                 log("writer throughput")
                 self.throughput()
+            if self.a.wal_seconds > 0:
+                log("the application's -wal")
+                self.wal_sizes()
         finally:
             for p in ("lc", "ls"):
                 if hasattr(self, p) and getattr(self, p).poll() is None:
@@ -456,6 +490,9 @@ def main():
     p.add_argument("--throughput-seconds", type=float, default=20)
     p.add_argument("--throughput-rounds", type=int, default=3)
     p.add_argument("--litectl-args", default="", help="more options for litectl replicate (e.g. --gather-every 600)")
+    p.add_argument("--wal-seconds", type=float, default=60)
+    p.add_argument("--wal-every-ms", type=float, default=2)
+    p.add_argument("--wal-payload-bytes", type=int, default=2048)
     Bench(p.parse_args()).run()
 
 

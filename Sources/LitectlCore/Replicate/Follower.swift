@@ -41,6 +41,9 @@ final class DatabaseFollower {
     let hostname = RepoLock.hostname
     let repository: Repository
     let options: ReplicateOptions
+    /// This database's lease in the repository (the Replicator renews it):
+    /// the shipper writes nothing while it is not held; taken over, the follower stops.
+    let lease: FollowerLease?
     let control: FollowerControl
     let status: FollowerStatus
     let report: (ReplicateEvent) -> Void
@@ -72,6 +75,10 @@ final class DatabaseFollower {
     private var gathering: Gathering?
     /// A gathering also starts once the spool holds this many bytes.
     static let spoolLimit: Int64 = 256 << 20
+    /// What may wait to be shipped before the follower lets its mark go
+    /// (`stall`): 16 MB (LITECTL_REPLICATE_QUEUE_BYTES, at least 64 KiB,
+    /// lets a test reach it within seconds).
+    static let queueLimit = Int(ProcessInfo.processInfo.environment["LITECTL_REPLICATE_QUEUE_BYTES"] ?? "").map { max(1 << 16, $0) } ?? 16 << 20
 
     struct Period {
         var states: [ReplicaState] = []
@@ -80,13 +87,15 @@ final class DatabaseFollower {
         var packs: [String] = []
     }
     private var fileID: (dev: UInt64, ino: UInt64)?
+    /// While a resync reads the whole database: its pages may wait for room in the shipper's queue.
+    private let resyncing = Locked(false)
 
-    init(source: String, repository: Repository, options: ReplicateOptions, control: FollowerControl,
+    init(source: String, repository: Repository, options: ReplicateOptions, lease: FollowerLease? = nil, control: FollowerControl,
          status: FollowerStatus, report: @escaping (ReplicateEvent) -> Void) {
         self.source = source
         path = BackupJob.resolvedPath(source)
         name = DurableFolder.baseName(of: path)
-        self.repository = repository; self.options = options; self.control = control; self.status = status; self.report = report
+        self.repository = repository; self.options = options; self.lease = lease; self.control = control; self.status = status; self.report = report
     }
 
     // MARK: Running
@@ -98,7 +107,7 @@ final class DatabaseFollower {
         marks = try ReadMarks(path: source)
         do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
         fileID = Self.identity(source)
-        let shipper = Shipper(repository: repository, database: source, shipped: { [status, report, source] unit, bytes in
+        let shipper = Shipper(repository: repository, database: source, lease: lease, limit: Self.queueLimit, shipped: { [status, report, source] unit, bytes in
             status.shipped(unit, bytes: bytes)
             report(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
         }, problem: { [status, report, source] message, retrying in
@@ -112,7 +121,10 @@ final class DatabaseFollower {
         thread.name = "litectl-ship"
         thread.start()
         let control = self.control
-        batch = SegmentBatch(repository: repository, pageSize: pageSize) { item in shipper.enqueue(item, stopping: { control.stopRequested }) }
+        let resyncing = self.resyncing
+        batch = SegmentBatch(repository: repository, pageSize: pageSize) { item in
+            shipper.enqueue(item, mayWait: { !control.stopRequested && resyncing.withLock { $0 } })
+        }
         func finish() -> Bool {
             shipper.finish(giveUpAt: Clock.wall() + options.stopTimeout)
             done.wait()
@@ -136,7 +148,7 @@ final class DatabaseFollower {
             startGathering(last: true)
             if gathering == nil {
                 // No gathering to make: the packs the last one replaced go now.
-                shipper.enqueue(.tidy, stopping: { [control] in control.stopRequested })
+                shipper.enqueue(.tidy)
             }
             try shipGathering(wait: true)
         } catch {
@@ -152,6 +164,8 @@ final class DatabaseFollower {
         marks.hold(first)
         var lastCut = Clock.now(), lastFold = Clock.now(), lastIdentity = Clock.now()
         while true {
+            // Another follower took the lease over (this one could not renew it): it follows the database now.
+            if let lost = lease?.lost { throw lost }
             let stopping = control.stopRequested
             if stopping {
             } else if marks.checkpointRunning {
@@ -161,6 +175,13 @@ final class DatabaseFollower {
                 usleep(1000)
             } else {
                 pause(until: min(lastCut + options.interval, Clock.now() + options.poll))
+            }
+            if !stopping, shipper.pendingBytes > shipper.limit {
+                // The repository does not take what waits: the mark goes
+                // until it does (the -wal then behaves as without a follower).
+                try stall()
+                lastCut = Clock.now()
+                continue
             }
             if let next = try marks.beginNext() {
                 do {
@@ -172,14 +193,7 @@ final class DatabaseFollower {
                     throw error
                 }
                 marks.hold(next)
-                // (--checkpoint-frames) Enough frames: a RESTART checkpoint, unless
-                // the shipper is behind (a state recorded while the checkpoint
-                // holds the write lock must never wait for the queue).
-                if options.checkpointFrames > 0, next.header.sameGeneration(position),
-                   next.header.maxFrame >= UInt32(options.checkpointFrames) + checkpointDeferral(next.header),
-                   !marks.checkpointRunning, shipper.pendingBytes < shipper.limit / 2 {
-                    try checkpoint()
-                }
+                if checkpointDue(next) { try checkpoint() }
             }
             let now = Clock.now()
             if stopping || now - lastCut >= options.interval {
@@ -212,19 +226,83 @@ final class DatabaseFollower {
         return gaveUp.frame
     }
 
-    /// (--checkpoint-frames) A RESTART checkpoint of the -wal. While it waits
-    /// for readers, the follower takes a new mark each time (reading the
-    /// commits that came before the checkpoint took the write lock): at the
-    /// last frame, then at read lock 0 once every frame is in the database
-    /// file; the -wal then restarts at the last state, which the mark at
-    /// lock 0 lets the follower continue from. It gives up after 50 ms
-    /// (another reader holds an older snapshot), as a checkpoint of the
-    /// application would.
+    /// (--checkpoint-frames) Whether the follower checkpoints now, with
+    /// `mark` just taken: never while another process checkpoints, nor while
+    /// more waits to be shipped than the shipper's limit (the follower is
+    /// about to let its mark go). By default (`.auto`): once the
+    /// application's own checkpoint copied frames of this generation of the
+    /// -wal into the database file, but not all of them (the follower's mark
+    /// held it back: without the follower it would have copied them all,
+    /// and its next commit would have restarted the -wal), with the -wal at
+    /// 1000 frames or more, unless the application ran a FULL, RESTART or
+    /// TRUNCATE checkpoint of its own in the last 30 s (it manages its -wal,
+    /// and the follower's checkpoint would only make one of its own return
+    /// SQLITE_BUSY); and once the -wal holds 32 MiB whatever the application
+    /// does. After a checkpoint that gave up, the next waits for twice the
+    /// frames (`.frames(N)`: N more).
+    private func checkpointDue(_ mark: ReadMark) -> Bool {
+        let header = mark.header
+        guard options.checkpoint != .never, header.sameGeneration(position), !marks.checkpointRunning,
+              shipper.pendingBytes <= shipper.limit else { return false }
+        let frames = header.maxFrame, deferral = checkpointDeferral(header)
+        switch options.checkpoint {
+        case .never:
+            return false
+        case .frames(let n):
+            return frames >= UInt32(clamping: n) + deferral
+        case .auto:
+            guard frames >= 2 * deferral else { return false }
+            let cap = UInt32(CheckpointPolicy.autoBytes / (24 + pageSize))
+            if frames >= cap { return true }
+            guard frames >= min(UInt32(CheckpointPolicy.autoFrames), cap), Clock.now() - marks.lastCheckpointSeen > 30,
+                  let info = WALIndexHeader.checkpointInfo(marks.connection(of: mark)) else { return false }
+            return info.backfilled > 0 && info.backfilled < frames
+        }
+    }
+
+    /// (--checkpoint-frames) A checkpoint that restarts the -wal at the last
+    /// state. First PASSIVE ones, which hold no commit of the application:
+    /// each copies every frame up to the mark just taken into the database
+    /// file; when no commit came meanwhile, that is every frame, and a mark
+    /// taken then is at read lock 0, which lets the application's next commit
+    /// restart the -wal (and the follower continue from it). After two, a
+    /// RESTART checkpoint: it holds the write lock and copies the little that
+    /// came since; while it waits for readers, the follower takes a new mark
+    /// each time (reading the commits that came before the checkpoint took
+    /// the write lock): at the last frame, then at read lock 0 once every
+    /// frame is in the database file; the -wal then restarts at the last
+    /// state, which the mark at lock 0 lets the follower continue from. It
+    /// gives up once it has waited 50 ms for something other than the
+    /// follower's mark (another reader holds an older snapshot), or 0.5 s in
+    /// all. When another process runs a checkpoint (SQLITE_BUSY at once), the
+    /// next look tries again.
     private func checkpoint() throws {
+        do {
+            for _ in 0..<2 {
+                guard let (log, copied) = marks.passiveCheckpoint() else { return }
+                guard let mark = try marks.beginNext(attempts: 2) else { break }
+                do { try advance(to: mark) } catch { marks.drop(mark); throw error }
+                marks.hold(mark)
+                if log > 0 && copied == log && mark.lockZero {
+                    checkpointGaveUp = nil
+                    return
+                }
+            }
+        } catch is WALMismatch {
+            // A frame that did not check is taken up again at the next look (a resync there).
+            return
+        }
         let started = Clock.now()
         var failure: (any Error)?
-        let restarted = marks.restartCheckpoint { [self] in
-            guard failure == nil, Clock.now() - started < 0.05 else { return false }
+        // Since when the checkpoint waits for something other than this
+        // follower's mark (its mark could go no further: at read lock 0, or
+        // at the frame it already was): another reader, or the application's
+        // write transaction. 50 ms of that, or 0.5 s in all, and it gives up.
+        var othersSince: Double?
+        let outcome = marks.restartCheckpoint { [self] in
+            let now = Clock.now()
+            guard failure == nil, now - started < 0.5, now - (othersSince ?? now) < 0.05 else { return false }
+            let before = marks.held?.header
             do {
                 if let mark = try marks.beginNext(attempts: 2) {
                     do { try advance(to: mark) } catch { marks.drop(mark); throw error }
@@ -234,10 +312,15 @@ final class DatabaseFollower {
                 failure = error
                 return false
             }
+            if othersSince == nil, let held = marks.held, held.lockZero || held.header == before { othersSince = Clock.now() }
             usleep(200)
             return true
         }
-        checkpointGaveUp = restarted ? nil : marks.held?.header.position
+        switch outcome {
+        case .restarted: checkpointGaveUp = nil
+        case .gaveUp: checkpointGaveUp = marks.held?.header.position
+        case .busy: break
+        }
         // A frame that did not check is taken up again at the next poll (a
         // resync there), with the checkpoint out of the way.
         if let failure, !(failure is WALMismatch) { throw failure }
@@ -257,6 +340,28 @@ final class DatabaseFollower {
         while Clock.now() < deadline && !control.stopRequested && !marks.checkpointRunning {
             usleep(UInt32(max(500, min(6000, (deadline - Clock.now()) * 1e6))))
         }
+    }
+
+    /// While more than the shipper's limit (16 MB) waits to be shipped (the
+    /// repository cannot be reached, or takes less than the follower
+    /// records): the read mark is let go, so that the application's
+    /// checkpoints restart the -wal as they would without the follower, until
+    /// the queue is down to half; then the follower takes a mark and goes on
+    /// from its last state as a follower started again does (from the
+    /// -wal's frames when they are still there, else with a resync: every
+    /// page compared). Commits made meanwhile are not lost: the next state
+    /// holds them.
+    private func stall() throws {
+        let waiting = shipper.pendingBytes
+        report(.problem(database: source, message: "\(String(format: "%.1f", Double(waiting) / 1e6)) MB wait to be shipped: the read mark is let go until the repository takes them (the application's checkpoints proceed; following then resumes, with a resync if the -wal restarted meanwhile)", retrying: true))
+        marks.release()
+        while shipper.pendingBytes > shipper.limit / 2 && !control.stopRequested && !shipper.failed && lease?.lost == nil {
+            usleep(100_000)
+        }
+        if let lost = lease?.lost { throw lost }
+        guard let mark = try firstMark() else { return }
+        do { try resume(at: mark) } catch { marks.drop(mark); throw error }
+        marks.hold(mark)
     }
 
     /// The first mark, retried while commits keep it from being pinned down.
@@ -450,6 +555,8 @@ final class DatabaseFollower {
     private func resync(at mark: ReadMark, reason: String) throws {
         report(.resync(database: source, reason: reason))
         status.noteResync()
+        resyncing.withLock { $0 = true }
+        defer { resyncing.withLock { $0 = false } }
         guard let file = try PageFile(marks.connection(of: mark), walIndex: mark.header, cacheChunks: 16), file.seesWholeSnapshot,
               file.pageSize == pageSize else {
             throw FollowerRestart(description: "\(source): the database's pages cannot be read for a resync")
@@ -576,7 +683,7 @@ final class DatabaseFollower {
         gathering = nil
         switch outcome {
         case .ready(let items):
-            for item in items { shipper.enqueue(item, stopping: { [control] in control.stopRequested }) }
+            for item in items { shipper.enqueue(item) }
         case .failed(let message):
             report(.problem(database: source, message: "\(message); the segments of this minute stay as they are", retrying: false))
         }

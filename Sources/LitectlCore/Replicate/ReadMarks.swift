@@ -92,8 +92,15 @@ final class ReadMarks {
             lock.l_len = 1
             return fcntl(shm, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
         }
-        return held(121) && held(120)
+        guard held(121) && held(120) else { return false }
+        lastCheckpointSeen = Clock.now()
+        return true
     }
+
+    /// When `checkpointRunning` last saw another process's FULL, RESTART or
+    /// TRUNCATE checkpoint (monotonic seconds): an application that runs
+    /// those manages its -wal itself.
+    private(set) var lastCheckpointSeen = -Double.infinity
 
     /// The page size (it cannot change while the database is in WAL mode).
     func pageSize() throws -> Int {
@@ -144,41 +151,94 @@ final class ReadMarks {
         if held?.connection != mark.connection { try? connections[mark.connection].execute("COMMIT") }
     }
 
-    /// With `replicate --checkpoint-frames`: a RESTART checkpoint, through a
+    /// Ends every read transaction: the follower holds no mark (it lets it go
+    /// while the repository does not take what it recorded).
+    func release() {
+        for c in connections { try? c.execute("COMMIT") }
+        held = nil
+    }
+
+    /// The read-write connection that runs the follower's checkpoints, opened
+    /// the first time: no checkpoint, and no deletion of the -wal, when it
+    /// closes as the process's last connection to the database, and no
+    /// automatic checkpoint: only what was asked.
+    private func checkpointConnection() -> Connection? {
+        if checkpointer == nil, let c = try? Connection(path: path, mode: .readWrite, busyTimeout: 0, checkFile: false) {
+            var ignored: Int32 = 0
+            _ = litectl_db_config_bool(c.rawHandle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &ignored)
+            try? c.execute("PRAGMA wal_autocheckpoint=0")
+            checkpointer = c
+        }
+        return checkpointer
+    }
+
+    /// A PASSIVE checkpoint (https://www.sqlite.org/c3ref/wal_checkpoint_v2.html):
+    /// it copies frames into the database file up to the oldest read mark
+    /// (the follower's, when the application holds none), holds no lock that
+    /// the application's commits wait for, and never waits. The -wal's
+    /// frames and how many of them are now in the database file; nil when
+    /// it could not run (another checkpoint kept running: SQLITE_BUSY, tried
+    /// again for up to 10 ms, since an application that commits past its
+    /// automatic checkpoint's size runs one, short, after every commit).
+    func passiveCheckpoint() -> (log: Int32, copied: Int32)? {
+        guard let checkpointer = checkpointConnection() else { return nil }
+        for attempt in 0..<20 {
+            var log: Int32 = 0, done: Int32 = 0
+            let rc = sqlite3_wal_checkpoint_v2(checkpointer.rawHandle, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+            if rc == SQLITE_OK { return (log, done) }
+            guard rc & 0xFF == SQLITE_BUSY, attempt < 19 else { return nil }
+            usleep(500)
+        }
+        return nil
+    }
+
+    /// The follower's checkpoint when the PASSIVE one could not copy every
+    /// frame (`replicate --checkpoint-frames`): a RESTART checkpoint, through a
     /// read-write connection opened for that alone (a read-only one cannot
-    /// write the database file). A PASSIVE one cannot do it: it copies no
-    /// further than the follower's mark, and while commits keep coming one
-    /// lands between that mark and the next, so the next is never at lock 0
-    /// and the -wal never restarts (measured: at 280 commits/s, nBackfill
-    /// never once reached mxFrame in 2 s of tries). A RESTART checkpoint holds
+    /// write the database file). A PASSIVE one alone cannot do it while
+    /// commits keep coming: it copies no further than the follower's mark,
+    /// and a commit lands between that mark and the next, so the next is not
+    /// at lock 0 and the -wal does not restart (measured: at 280 commits/s,
+    /// nBackfill never once reached mxFrame in 2 s of tries); the follower
+    /// runs one first all the same, which copies most frames without holding
+    /// the application's commits. A RESTART checkpoint holds
     /// the write lock, so no commit lands while it waits for readers (the
     /// application's commits wait, as for its own checkpoints other than
     /// PASSIVE). `waiting` is called each time it waits (the follower takes
     /// its next mark there: at the last frame, then, once every frame is in
     /// the file, at read lock 0, which the restart does not wait for; the
     /// restart then happens exactly at the follower's last state); it
-    /// returns false to give up. True when the -wal was restarted.
-    /// https://www.sqlite.org/c3ref/wal_checkpoint_v2.html
-    func restartCheckpoint(waiting: @escaping () -> Bool) -> Bool {
-        if checkpointer == nil, let c = try? Connection(path: path, mode: .readWrite, busyTimeout: 0, checkFile: false) {
-            // No checkpoint, and no deletion of the -wal, when it closes as the
-            // process's last connection to the database: only what was asked.
-            var ignored: Int32 = 0
-            _ = litectl_db_config_bool(c.rawHandle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &ignored)
-            try? c.execute("PRAGMA wal_autocheckpoint=0")
-            checkpointer = c
+    /// returns false to give up. https://www.sqlite.org/c3ref/wal_checkpoint_v2.html
+    func restartCheckpoint(waiting: @escaping () -> Bool) -> RestartOutcome {
+        guard let checkpointer = checkpointConnection() else { return .busy }
+        final class Box {
+            let call: () -> Bool
+            var waited = false
+            init(_ c: @escaping () -> Bool) { call = c }
         }
-        guard let checkpointer else { return false }
-        final class Box { let call: () -> Bool; init(_ c: @escaping () -> Bool) { call = c } }
         let box = Unmanaged.passRetained(Box(waiting))
         defer { box.release() }
         sqlite3_busy_handler(checkpointer.rawHandle, { context, _ in
-            Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue().call() ? 1 : 0
+            let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
+            box.waited = true
+            return box.call() ? 1 : 0
         }, box.toOpaque())
         defer { sqlite3_busy_timeout(checkpointer.rawHandle, 0) }
         var log: Int32 = 0, done: Int32 = 0
         let rc = sqlite3_wal_checkpoint_v2(checkpointer.rawHandle, "main", SQLITE_CHECKPOINT_RESTART, &log, &done)
-        return rc == SQLITE_OK
+        if rc == SQLITE_OK { return .restarted }
+        // SQLite calls no busy handler when another connection holds the
+        // checkpoint lock: the checkpoint never began.
+        return box.takeUnretainedValue().waited ? .gaveUp : .busy
+    }
+
+    enum RestartOutcome {
+        /// Every frame is in the database file, and no reader at lock 1-4 is left: the next commit restarts the -wal.
+        case restarted
+        /// It waited, and `waiting` gave up (a reader holds an older snapshot).
+        case gaveUp
+        /// Another process runs a checkpoint: it did not begin.
+        case busy
     }
     private var checkpointer: Connection?
 

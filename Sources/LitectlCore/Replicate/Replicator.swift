@@ -2,6 +2,9 @@
 // thread of its own with its shipper, until a stop is requested; then each
 // ships what is committed and ends. A database that fails is followed again
 // after a pause (from the repository's record), without stopping the others.
+// Each database is followed under a lease in the repository
+// (Repository/FollowerLease.swift), taken before anything is followed and
+// renewed on a thread of its own: a second follower of it is refused.
 // What happens is reported through a callback (the core never prints), and
 // a Prometheus textfile is written every interval. Part of the replicate
 // capability, built on Repository/.
@@ -26,11 +29,34 @@ public struct ReplicateOptions: Sendable {
     public var otherInputs: [String] = []
     /// Seconds a stop waits for the repository to take what is left.
     public var stopTimeout: Double = 60
-    /// 0: never checkpoint. Else, once the -wal holds this many frames,
-    /// run a RESTART checkpoint (through a read-write connection of its own;
-    /// see ReadMarks.restartCheckpoint), so that the -wal restarts.
-    public var checkpointFrames = 0
+    /// When the follower runs a checkpoint of its own, so that the -wal
+    /// restarts (its read mark keeps the application's automatic ones from
+    /// restarting it): see `CheckpointPolicy` and docs/replicate.md.
+    public var checkpoint = CheckpointPolicy.auto
     public init() {}
+}
+
+/// When the follower checkpoints the -wal itself (a PASSIVE checkpoint, then,
+/// when commits came meanwhile, a RESTART one: ReadMarks.swift).
+public enum CheckpointPolicy: Sendable, Equatable {
+    /// Never: the -wal restarts only at the application's RESTART or
+    /// TRUNCATE checkpoints, and grows until then.
+    case never
+    /// As the application would without the follower: once its own
+    /// checkpoint (SQLite's automatic one, at 1000 frames by default) was
+    /// held back by the follower's read mark, having copied some frames
+    /// and not all, with the -wal at `autoFrames` frames or more; and in
+    /// any case once the -wal holds `autoBytes`.
+    case auto
+    /// Once the -wal holds this many frames.
+    case frames(Int)
+
+    /// SQLite's default wal_autocheckpoint: below it, an application's
+    /// checkpoint is its own business (an explicit one every few commits),
+    /// and the follower's would only compete with it.
+    public static let autoFrames = 1000
+    /// The -wal's size past which the follower checkpoints whatever the application does.
+    public static let autoBytes = 32 << 20
 }
 
 /// What `replicate` follows and where to: from the command line, or from a
@@ -188,12 +214,47 @@ public final class Replicator: @unchecked Sendable {
             let marks = try ReadMarks(path: source)
             marks.close()
         }
+        // One follower per database: each one's lease, waiting up to the
+        // lock timeout for another follower's to go (a unit started again
+        // while the old process still ships); refused after it.
+        var acquired: [FollowerLease] = []
+        do {
+            for source in sources {
+                guard let lease = try FollowerLease.acquire(repository, path: BackupJob.resolvedPath(source), timeout: options.lockTimeout,
+                                                            cancelled: { [self] in isStopping },
+                                                            note: { [events] in events(.problem(database: source, message: $0, retrying: true)) }) else {
+                    for l in acquired { l.release() }
+                    return true
+                }
+                acquired.append(lease)
+            }
+        } catch {
+            for l in acquired { l.release() }
+            throw error
+        }
+        let leases = acquired
+        defer { for l in leases { l.release() } }
+        let keeper = Concurrently.start { [self] in
+            while !isStopping {
+                for (source, lease) in zip(sources, leases) where lease.lost == nil {
+                    do { try lease.renew() } catch let error as FollowerLeaseLost {
+                        _ = error  // the follower stops on it and says so
+                    } catch {
+                        let message = (error as? StoreError)?.description ?? "\(error)"
+                        events(.problem(database: source, message: "cannot renew its lease in the repository: \(message); retrying", retrying: true))
+                    }
+                }
+                stopped.lock()
+                if !stopRequested { _ = stopped.wait(until: Date().addingTimeInterval(1)) }
+                stopped.unlock()
+            }
+        }
         let results = Locked([Bool](repeating: false, count: sources.count))
         let group = DispatchGroup()
         for (i, source) in sources.enumerated() {
             group.enter()
             let thread = Thread { [self] in
-                results.withLock { $0[i] = follow(source, control: controls[i], status: statuses[i]) }
+                results.withLock { $0[i] = follow(source, lease: leases[i], control: controls[i], status: statuses[i]) }
                 group.leave()
             }
             thread.name = "litectl-follow"
@@ -210,21 +271,29 @@ public final class Replicator: @unchecked Sendable {
             }
         }
         group.wait()
+        stop()
+        _ = try? keeper.wait()
         _ = try? metrics?.wait()
         if let file = options.metricsFile { writeMetrics(to: file) }
         return results.withLock { $0 }.allSatisfy { $0 }
     }
 
-    /// One database, followed again after a failure (5 s, doubling to 60 s).
-    private func follow(_ source: String, control: FollowerControl, status: FollowerStatus) -> Bool {
+    /// One database, followed again after a failure (5 s, doubling to 60
+    /// s), but one whose lease another follower took over.
+    private func follow(_ source: String, lease: FollowerLease, control: FollowerControl, status: FollowerStatus) -> Bool {
         var delay = 5.0
         while true {
-            let follower = DatabaseFollower(source: source, repository: repository, options: options, control: control,
+            let follower = DatabaseFollower(source: source, repository: repository, options: options, lease: lease, control: control,
                                             status: status, report: events)
             do {
                 let complete = try follower.run()
                 events(.stopped(database: source, complete: complete))
                 return complete
+            } catch let lost as FollowerLeaseLost {
+                status.noteError()
+                events(.problem(database: source, message: lost.description, retrying: false))
+                events(.stopped(database: source, complete: false))
+                return false
             } catch {
                 status.restarted()
                 status.noteError()

@@ -18,7 +18,7 @@ final class Shipper: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [UploadItem] = []
     private var queuedBytes = 0
-    /// The follower waits while this many bytes wait to be written.
+    /// The follower lets its mark go while more than this many bytes wait to be written.
     let limit: Int
     private var stopDeadline: Double?
     private(set) var failed = false
@@ -44,16 +44,25 @@ final class Shipper: @unchecked Sendable {
     /// The packs the last gathering replaced, removed at the next one.
     private var replacedPacks: [String] = []
 
-    init(repository: Repository, database: String, limit: Int = 16 << 20,
+    /// The database's lease: no unit is written while it is not held.
+    let lease: FollowerLease?
+
+    init(repository: Repository, database: String, lease: FollowerLease? = nil, limit: Int = 16 << 20,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
-        self.repository = repository; self.database = database; self.limit = limit
+        self.repository = repository; self.database = database; self.lease = lease; self.limit = limit
         self.shipped = shipped; self.problem = problem
     }
 
-    /// Queues an item; waits while the queue is over its limit (unless `stopping()`).
-    func enqueue(_ item: UploadItem, stopping: () -> Bool = { false }) {
+    /// Queues an item. With `mayWait`, waits while the queue is over half as
+    /// much again as its limit and `mayWait()` says so (a resync, which
+    /// reads the whole database while it holds its mark, would otherwise
+    /// queue all of it); else never: the follower lets its mark go once the
+    /// queue is over the limit (Follower.stall), and must never wait for
+    /// the queue while it holds a mark the application's checkpoints wait
+    /// for (in the follower's own RESTART checkpoint, the write lock).
+    func enqueue(_ item: UploadItem, mayWait: () -> Bool = { false }) {
         condition.lock(); defer { condition.unlock() }
-        while queuedBytes > limit && !failed && !stopping() { _ = condition.wait(until: Date().addingTimeInterval(0.1)) }
+        while queuedBytes > limit + limit / 2 && !failed && mayWait() { _ = condition.wait(until: Date().addingTimeInterval(0.1)) }
         queue.append(item)
         queuedBytes += item.size
         condition.broadcast()
@@ -64,7 +73,7 @@ final class Shipper: @unchecked Sendable {
     /// during a store outage would otherwise hold a stop past its timeout).
     func finish(giveUpAt deadline: Double) {
         giveUp(at: deadline)
-        enqueue(.finish, stopping: { true })
+        enqueue(.finish)
     }
 
     var pendingBytes: Int { condition.lock(); defer { condition.unlock() }; return queuedBytes }
@@ -105,6 +114,7 @@ final class Shipper: @unchecked Sendable {
         var delay = 0.5
         while true {
             do { try body(); return true } catch {
+                if let lost = error as? FollowerLeaseLost { problem(lost.description, false); return false }
                 let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
                 if skippingPermanent && !Self.isTransient(error) {
                     problem("\(what): \(message); skipped (the segments stay as they are)", false)
@@ -159,6 +169,7 @@ final class Shipper: @unchecked Sendable {
             case .begin:
                 unitBytes = 0
                 inUnit = true
+                if !leaseHeld() { fail(); continue }
                 if lock != nil { continue }
                 if !retrying("\(repository.location): cannot take a shared lock", {
                     lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
@@ -169,6 +180,7 @@ final class Shipper: @unchecked Sendable {
                     innocentIndexes = Set(try repository.store.list(prefix: "index/").map(\.key))
                 }) { fail() }
             case .put(let key, let bytes, let role):
+                if !leaseHeld() { fail(); continue }
                 if !retrying("\(repository.objectName(key)): cannot write", {
                     try lock?.refresh()
                     try put(key, bytes)
@@ -221,6 +233,16 @@ final class Shipper: @unchecked Sendable {
                 return true
             }
         }
+    }
+
+    /// Whether the database's lease is held, renewed first when it ran out
+    /// (the store was unreachable: retried as any write is); false once
+    /// another follower took it over, or at the stop deadline. Asked before
+    /// each unit and each object written: nothing is written for a database
+    /// this follower does not hold.
+    private func leaseHeld() -> Bool {
+        guard let lease, !lease.isHeld else { return true }
+        return retrying("\(repository.location): cannot renew the lease of \(database)") { try lease.renew(force: true) }
     }
 
     /// Writes an object. Every object the follower writes (packs, index

@@ -2,8 +2,47 @@
 // a base snapshot and the states its segments hold, in order from 1 with no
 // gap; the page ids of any state, checked; the moment a restore lands on (the
 // newest state or snapshot at or before a time); and the time range each
-// database can be restored to. Segment.swift is the object format.
+// database can be restored to. A chain that cannot be read back is reported
+// as a `DamagedChain` by the commands that read every chain (snapshots,
+// forget, prune), which go on with the others. Segment.swift is the object format.
 import Foundation
+
+/// A chain that could not be read back (a segment unreadable or missing,
+/// states that clash, a page the index lacks): the commands that go through
+/// every database's chains report it, one line each, and go on with the others.
+public struct DamagedChain: Sendable {
+    /// Its base snapshot's id (the segments' folder).
+    public var chain: String
+    /// The database, as its base snapshot (or, when the base is gone, a segment) names it; empty when unknown.
+    public var database: String
+    public var path: String
+    public var hostname: String
+    /// Why it cannot be read, as one line.
+    public var cause: String
+
+    public init(chain: String, base: Snapshot?, cause: String) {
+        self.chain = chain
+        database = base?.database ?? ""
+        path = base?.path ?? ""
+        hostname = base?.hostname ?? ""
+        self.cause = cause
+    }
+
+    /// `chain 0991075e of app.db (/srv/app.db on web-1)`.
+    public var name: String {
+        let short = String(chain.prefix(8))
+        return database.isEmpty ? "chain \(short)" : "chain \(short) of \(database) (\(path) on \(hostname))"
+    }
+
+    /// Whether `error` is damage of the chain being read (a segment that
+    /// does not read back, clashing states, a gap, a missing object), as
+    /// opposed to a store that cannot be reached or refuses (which stops
+    /// the command, as for any other object).
+    public static func isDamage(_ error: any Error) -> Bool {
+        guard let error = error as? StoreError else { return false }
+        return error.kind != .unavailable && error.kind != .denied
+    }
+}
 
 /// A chain: its base snapshot (state 0) and every state after it.
 public struct ReplicaChain: Sendable {
@@ -193,8 +232,10 @@ public struct RestorableRange: Sendable {
 extension Repository {
     /// Each database's restorable ranges: closed chains' spans come from the
     /// chain that continues them (its base records what it follows); the
-    /// others' are read from their segments.
-    public func restorableRanges(_ snapshots: [Snapshot]) throws -> [RestorableRange] {
+    /// others' are read from their segments. A chain that cannot be read
+    /// back is handed to `damaged` and left out (the range it was part of
+    /// ends before it); the other chains, and other databases, are listed.
+    public func restorableRanges(_ snapshots: [Snapshot], damaged: (DamagedChain) -> Void) throws -> [RestorableRange] {
         let bases = Self.chainBases(snapshots)
         let listed = try segmentKeys()
         var followers: [String: ReplicaInfo.Follows] = [:]
@@ -209,8 +250,15 @@ extension Repository {
                 if let f = followers[base.id], listed[base.id] != nil || f.state == 0 {
                     end = max(end, f.lastTime); states = f.state
                 } else if listed[base.id] != nil {
-                    let chain = try loadChain(base)
-                    end = chain.lastTime; states = chain.last
+                    do {
+                        let chain = try loadChain(base)
+                        end = chain.lastTime; states = chain.last
+                    } catch where DamagedChain.isDamage(error) {
+                        damaged(DamagedChain(chain: base.id, base: base, cause: (error as! StoreError).description))
+                        if let range = current { out.append(range) }
+                        current = nil
+                        continue
+                    }
                 }
                 if var range = current, base.replica?.follows?.chain == range.chains.last {
                     range.to = max(range.to, end); range.chains.append(base.id); range.states += states

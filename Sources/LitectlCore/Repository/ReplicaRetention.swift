@@ -19,9 +19,14 @@ extension RepoForget {
     /// `decide` for a repository that may hold chains: snapshots by the
     /// rules (and, with `within`, every snapshot of the last `within`
     /// seconds), chains by `within` (all kept without it). Segments whose
-    /// base is gone are removed too.
+    /// base is gone are removed too. A chain that cannot be read back is
+    /// handed to `damaged`: it is judged by the newest moment of its
+    /// segments when every one of them reads back (states that clash), and
+    /// kept when one does not (its last moment is unknown); the other
+    /// chains and databases are decided as ever.
     public static func decide(_ snapshots: [Snapshot], policy: RetentionPolicy, within: Double?, database: String? = nil,
-                              repository: Repository, now: Double? = nil) throws -> (ForgetDecision, [RemovedChain]) {
+                              repository: Repository, now: Double? = nil,
+                              damaged: (DamagedChain) -> Void) throws -> (ForgetDecision, [RemovedChain]) {
         let now = now ?? Clock.wall()
         var decision = decide(snapshots, policy: policy, database: database)
         if let within {
@@ -59,7 +64,13 @@ extension RepoForget {
                 let last: Double
                 if let f = successors[base.id] { last = f.lastTime }
                 else if listed[base.id] == nil { last = base.time }
-                else { last = try repository.loadChain(base).lastTime }
+                else {
+                    do { last = try repository.loadChain(base).lastTime } catch where DamagedChain.isDamage(error) {
+                        damaged(DamagedChain(chain: base.id, base: base, cause: (error as! StoreError).description))
+                        guard let newest = try repository.newestMoment(of: base, segments: listed[base.id]!) else { continue }
+                        last = newest
+                    }
+                }
                 guard last < now - within else { continue }
                 removed.append(RemovedChain(base: base, chain: base.id, segments: listed[base.id] ?? [], lastTime: last))
             }
@@ -99,14 +110,43 @@ extension RepoForget {
 }
 
 extension Repository {
+    /// The newest moment the segments of a chain that cannot be read as a
+    /// whole hold (its base's time when they hold none); nil when one of
+    /// them does not read back (the chain's last moment is then unknown).
+    func newestMoment(of base: Snapshot, segments: [SegmentRef]) throws -> Double? {
+        var newest = base.time
+        for ref in segments {
+            do {
+                for state in try loadSegment(ref.key).states { newest = max(newest, state.observed) }
+            } catch where DamagedChain.isDamage(error) {
+                return nil
+            }
+        }
+        return newest
+    }
+
     /// Every segment, read a batch at a time (several at once from a server),
-    /// handed to `body` with its key. A segment that cannot be read throws.
-    public func forEachSegment(_ body: (SegmentRef, Segment) throws -> Void) throws {
+    /// handed to `body` with its key. A segment that does not read back
+    /// (damaged, gone since the listing) goes to `damaged` instead; a store
+    /// that cannot be reached or refuses throws.
+    public func forEachSegment(_ body: (SegmentRef, Segment) throws -> Void,
+                               damaged: (SegmentRef, StoreError) throws -> Void) throws {
         let all = try segmentKeys().values.flatMap { $0 }.sorted { $0.key < $1.key }
         var start = 0
         while start < all.count {
             let refs = Array(all[start..<min(all.count, start + 64)])
-            for (ref, segment) in zip(refs, try loadSegments(refs)) { try body(ref, segment) }
+            var segments: [Segment?]
+            do { segments = try loadSegments(refs) } catch where DamagedChain.isDamage(error) {
+                // One of the batch is damaged: each read alone, to tell which.
+                segments = []
+                for ref in refs {
+                    do { segments.append(try loadSegment(ref.key)) } catch let error as StoreError where DamagedChain.isDamage(error) {
+                        try damaged(ref, error)
+                        segments.append(nil)
+                    }
+                }
+            }
+            for (ref, segment) in zip(refs, segments) { if let segment { try body(ref, segment) } }
             start += refs.count
         }
     }

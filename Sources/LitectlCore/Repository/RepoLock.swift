@@ -2,7 +2,9 @@
 // exclusive or not) and then lists the others. Backups hold shared locks, so
 // several back up at once; prune holds an exclusive one. A lock whose process
 // is gone (same host) or that was not refreshed for 30 minutes is stale: it
-// is ignored, reported, and removed by `litectl unlock`.
+// is ignored, reported, and removed by `litectl unlock`. `list` also names
+// followers' leases (FollowerLease.swift), which no lock conflicts with, so
+// that `unlock` removes the stale ones too.
 import Foundation
 
 public struct RepoLockInfo: Sendable {
@@ -12,9 +14,12 @@ public struct RepoLockInfo: Sendable {
     public var time: Double
     public var exclusive: Bool
     public var command: String
+    /// A follower's lease (`followers/<id>`), not a lock: its own rules say when it is stale.
+    public var lease: FollowerLeaseInfo? = nil
 
     /// Why the lock is stale, or nil when it is held by a live run.
     public var staleReason: String? {
+        if let lease { return lease.staleReason }
         if sameBytes(hostname, RepoLock.hostname) && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH {
             return "process \(pid) on \(hostname) is gone"
         }
@@ -23,7 +28,10 @@ public struct RepoLockInfo: Sendable {
     }
 
     public var summary: String {
-        "\(exclusive ? "exclusive" : "shared") lock by \(command) (pid \(pid) on \(hostname), since \(Timestamp.iso8601(time)))"
+        if let lease {
+            return lease.path.isEmpty ? "unreadable lease of a follower" : "lease of \(lease.path) held by \(lease.summary), renewed \(Timestamp.iso8601(lease.time))"
+        }
+        return "\(exclusive ? "exclusive" : "shared") lock by \(command) (pid \(pid) on \(hostname), since \(Timestamp.iso8601(time)))"
     }
 }
 
@@ -79,7 +87,7 @@ public final class RepoLock: @unchecked Sendable {
     private func conflicting() throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
         ignoredStale = []
-        for lock in try Self.list(repository) where lock.key != key {
+        for lock in try Self.list(repository, leases: false) where lock.key != key {
             guard exclusive || lock.exclusive else { continue }
             if lock.staleReason != nil { ignoredStale.append(lock); continue }
             out.append(lock)
@@ -112,16 +120,22 @@ public final class RepoLock: @unchecked Sendable {
     /// Whether `key` is a lock's name as litectl makes it (`locks/` and 64
     /// hex digits): anything else under `locks/` is not a lock, and no
     /// command reads or removes it as one.
-    static func isLockKey(_ key: String) -> Bool {
-        let name = Array(key.utf8.dropFirst(6))
-        return key.hasPrefix("locks/") && name.count == 64
+    static func isLockKey(_ key: String) -> Bool { isRandomKey(key, under: "locks/") }
+
+    /// Whether `key` is `folder` and 64 lowercase hex digits, the name
+    /// litectl gives the objects it makes at random (locks, leases).
+    static func isRandomKey(_ key: String, under folder: String) -> Bool {
+        guard key.hasPrefix(folder) else { return false }
+        let name = Array(key.utf8.dropFirst(folder.utf8.count))
+        return name.count == 64
             && name.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// Every lock in the repository (unreadable ones count as stale ones of
-    /// unknown owner). Files under `locks/` not named as litectl names locks
-    /// are left out (`isLockKey`).
-    public static func list(_ repository: Repository) throws -> [RepoLockInfo] {
+    /// unknown owner), then, with `leases`, every follower's lease. Files
+    /// under `locks/` not named as litectl names locks are left out
+    /// (`isLockKey`).
+    public static func list(_ repository: Repository, leases: Bool = true) throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
         for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) {
             guard let bytes = try? repository.getObject(object.key) else {
@@ -136,6 +150,11 @@ public final class RepoLock: @unchecked Sendable {
                                     pid: Int32((o["pid"] as? NSNumber)?.intValue ?? 0),
                                     time: (o["time_unix"] as? NSNumber)?.doubleValue ?? 0,
                                     exclusive: (o["exclusive"] as? Bool) ?? true, command: o["command"] as? String ?? "?"))
+        }
+        if leases {
+            out += try FollowerLease.list(repository).map {
+                RepoLockInfo(key: $0.key, hostname: $0.hostname, pid: $0.pid, time: $0.time, exclusive: false, command: "replicate", lease: $0)
+            }
         }
         return out
     }

@@ -2,7 +2,8 @@
 // folder retention's rules (per database and host); `prune`, under an
 // exclusive lock, removes what no snapshot needs: packs nothing refers to are
 // deleted, packs mostly garbage are rewritten with their live pages, and the
-// index is rewritten. Order: new packs, new index, old index objects, then
+// index is rewritten (a damaged chain of `replicate` is reported, and the
+// pages its readable segments name kept: ReplicaRetention.swift). Order: new packs, new index, old index objects, then
 // old packs and unused page lists; a run killed at any point leaves a
 // repository that verifies, with at most unreferenced objects for the next prune.
 public struct ForgetDecision: Sendable {
@@ -20,6 +21,10 @@ public struct PruneReport: Sendable {
     public var indexObjectsReplaced = 0
     public var pagesLive = 0
     public var pagesRemoved = 0
+    /// Chains a segment of which does not read back or names a page the
+    /// index lacks: the pages their other segments name are kept, the
+    /// others' work goes on.
+    public var damagedChains: [DamagedChain] = []
 }
 
 public enum RepoForget {
@@ -74,17 +79,31 @@ public enum RepoPrune {
             }
             for p in positions { live[Int(p)] = true }
         }
-        // The pages segments name (repository version 4) are live too.
-        try repository.forEachSegment { ref, segment in
+        // The pages segments name (repository version 4) are live too. A
+        // segment that does not read back names pages no one can know (nor
+        // use: a page id without its page number restores nothing); a page
+        // a segment names that the index lacks is gone already. Either damages
+        // that segment's chain alone: it is reported, every page its other
+        // segments name is kept, and the other chains go on.
+        let bases = Dictionary(Repository.chainBases(snapshots).map { ($0.id, $0) }) { a, _ in a }
+        var damagedChains: [String: DamagedChain] = [:]
+        func damage(_ ref: SegmentRef, _ cause: String) {
+            let chain = String(ref.key.split(separator: "/").dropFirst().first ?? "")
+            if damagedChains[chain] == nil { damagedChains[chain] = DamagedChain(chain: chain, base: bases[chain], cause: cause) }
+        }
+        try repository.forEachSegment({ ref, segment in
+            var missing: PageID?
             for state in segment.states {
                 for change in state.changes {
-                    guard let p = index.position(of: change.id) else {
-                        throw StoreError(.other, location: repository.objectName(ref.key), message: "a segment needs page \(change.id.hex.prefix(12)), which is not in the index; run `litectl verify --repo` (prune changes nothing)")
-                    }
+                    guard let p = index.position(of: change.id) else { missing = missing ?? change.id; continue }
                     live[p] = true
                 }
             }
-        }
+            if let missing {
+                damage(ref, "\(repository.objectName(ref.key)): names page \(missing.hex.prefix(12)), which is not in the index")
+            }
+        }, damaged: { ref, error in damage(ref, error.description) })
+        report.damagedChains = damagedChains.keys.sorted().map { damagedChains[$0]! }
         let byBlob = index.entriesByBlob(), byPack = index.blobsByPack()
         func pagesOf(_ b: Int) -> ArraySlice<UInt32> { byBlob.positions[Int(byBlob.starts[b])..<Int(byBlob.starts[b + 1])] }
         var blobLive = [UInt8](repeating: 0, count: index.blobs.count)

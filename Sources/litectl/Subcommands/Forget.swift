@@ -22,7 +22,14 @@ struct Forget: ParsableCommand {
             base), and the newest chain of each database never; the other rules apply to the \
             other snapshots. Segments whose base snapshot is gone are removed too.
 
-            Exit status: 0 done (with --dry-run: listed), 2 error.
+            A chain that cannot be read back (a damaged or missing segment, states that \
+            clash) is named on stderr with the cause, one line each: it is judged by the \
+            newest moment its segments hold when each of them reads back, and kept when \
+            one does not; every other chain and database is decided as ever (with \
+            --json: damaged_chains, each with chain, database, path, hostname, cause).
+
+            Exit status: 0 done (with --dry-run: listed), 1 done, but a chain could not \
+            be read (named on stderr), 2 error.
             """)
 
     @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))
@@ -61,20 +68,29 @@ struct Forget: ParsableCommand {
             let repository = try options.open(quiet: voice.quiet)
             let lock = dryRun ? nil : try RepoLock(repository, exclusive: prune, command: "forget", timeout: timeout)
             defer { lock?.release() }
+            var damaged: [DamagedChain] = []
             let (decision, chains) = try RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy,
                                                            within: try keepWithin.map(RepoForget.parseDuration),
-                                                           database: database, repository: repository)
+                                                           database: database, repository: repository) { damaged.append($0) }
             if !dryRun {
                 try RepoForget.remove(chains, from: repository)
                 try RepoForget.remove(decision.remove, from: repository)
             }
             var pruneReport: PruneReport?
             if prune { pruneReport = try RepoPrune.run(repository, dryRun: dryRun, lock: lock) }
+            let removedChains = Set(chains.map(\.chain))
+            for d in damaged {
+                printError(damagedChainLine(d, then: removedChains.contains(d.chain)
+                    ? "\(dryRun ? "would be removed" : "removed"): every moment its segments hold is older than --keep-within"
+                    : "kept"))
+            }
+            for d in pruneReport?.damagedChains ?? [] { printError(damagedChainLine(d, then: pruneDamageNote)) }
             if json {
                 var fields: [(String, JSON)] = [("dry_run", .bool(dryRun)),
                                                 ("kept", .array(decision.keep.map { .string($0.id) })),
                                                 ("removed", .array(decision.remove.map { .string($0.id) })),
-                                                ("removed_chains", .array(chains.map { .string($0.chain) }))]
+                                                ("removed_chains", .array(chains.map { .string($0.chain) })),
+                                                ("damaged_chains", .array(damaged.map(damagedChainJSON)))]
                 if let pruneReport { fields.append(("prune", pruneJSON(pruneReport))) }
                 printExact(JSON.object(fields).compact)
             } else if !voice.quiet && (verbose || dryRun) {
@@ -87,6 +103,9 @@ struct Forget: ParsableCommand {
                 }
                 if let pruneReport { printOut(pruneSummary(pruneReport, dryRun: dryRun)) }
             }
+            if !damaged.isEmpty || !(pruneReport?.damagedChains.isEmpty ?? true) { throw ExitStatus.findings }
+        } catch let code as ExitCode {
+            throw code
         } catch {
             throw fail(error)
         }
@@ -118,8 +137,13 @@ func pruneJSON(_ r: PruneReport) -> JSON {
              ("packs_kept", .integer(Int64(r.packsKept))), ("bytes_freed", .integer(r.bytesFreed)),
              ("bytes_repacked", .integer(r.bytesRepacked)), ("pages_live", .integer(Int64(r.pagesLive))),
              ("pages_removed", .integer(Int64(r.pagesRemoved))), ("lists_deleted", .integer(Int64(r.listsDeleted))),
-             ("index_objects_replaced", .integer(Int64(r.indexObjectsReplaced)))])
+             ("index_objects_replaced", .integer(Int64(r.indexObjectsReplaced))),
+             ("damaged_chains", .array(r.damagedChains.map(damagedChainJSON)))])
 }
+
+/// What prune did about a damaged chain.
+let pruneDamageNote = "the pages its other segments name are kept"
+
 
 func pruneSummary(_ r: PruneReport, dryRun: Bool) -> String {
     "\(dryRun ? "would free" : "freed") \(humanBytes(r.bytesFreed)): \(r.packsDeleted) pack(s) deleted, \(r.packsRewritten) rewritten (\(humanBytes(r.bytesRepacked)) of live pages moved), \(r.packsKept) kept; \(r.pagesRemoved) page(s) and \(r.listsDeleted) page list(s) no snapshot needs"

@@ -13,7 +13,13 @@ struct Prune: ParsableCommand {
             new index, old index, old packs) keeps the repository whole if prune is killed \
             at any moment. --dry-run reports what would be freed.
 
-            Exit status: 0 done, 2 error.
+            A chain of `litectl replicate` with a segment that does not read back, or that \
+            names a page the index lacks, is named on stderr with the cause, one line each \
+            (with --json: damaged_chains): the pages its other segments name are kept, and \
+            the rest of the repository is pruned as ever. (The pages only an unreadable \
+            segment names cannot be known, nor restored without it.)
+
+            Exit status: 0 done, 1 done, but a chain is damaged (named on stderr), 2 error.
             """)
 
     @OptionGroup var options: RepoOptions
@@ -35,8 +41,12 @@ struct Prune: ParsableCommand {
                 printError("\(repository.location): ignoring a stale \(stale.summary) (remove it with litectl unlock)")
             }
             let report = try RepoPrune.run(repository, dryRun: dryRun, lock: lock)
+            for d in report.damagedChains { printError(damagedChainLine(d, then: pruneDamageNote)) }
             if voice.json { printExact(pruneJSON(report).compact) }
             else if !voice.quiet && (voice.verbose || dryRun) { printOut(pruneSummary(report, dryRun: dryRun)) }
+            if !report.damagedChains.isEmpty { throw ExitStatus.findings }
+        } catch let code as ExitCode {
+            throw code
         } catch {
             throw fail(error)
         }

@@ -22,24 +22,34 @@ struct Replicate: ParsableCommand {
             checked end to end; `litectl snapshots` lists the range of times each database \
             can be restored to.
 
-            It never writes to the databases: no helper table, no checkpoint (unless \
-            --checkpoint-frames asks). Its read mark keeps an automatic (PASSIVE) checkpoint \
-            from catching up with the last commit while commits keep coming, so the -wal \
-            restarts only at the application's RESTART or TRUNCATE checkpoints (which wait \
-            a few milliseconds for it) or at --checkpoint-frames. When it finds \
-            frames it missed (the -wal restarted while it was not running), it compares the \
-            whole database with the last state, page by page, and records the difference: \
-            never a gap. Killed at any moment, it resumes from the repository's record with \
-            no gap and no duplicate. On SIGTERM or SIGINT it ships what is committed and \
-            exits 0 (2 when the repository could not take it within --stop-timeout). Object \
-            store failures are retried with backoff while the read mark is kept. Databases \
-            in rollback-journal mode are refused (switch them with PRAGMA journal_mode=wal, \
-            or back them up with backup --repo). The repository must be format version 4 \
-            (`litectl repo upgrade URL` upgrades a version-3 one).
+            It writes nothing to the databases (no helper table, no pragma) but its own \
+            checkpoints: its read mark keeps the application's automatic (PASSIVE) \
+            checkpoint from catching up with the last commit while commits keep coming, so \
+            when that checkpoint was held back (the -wal at 1000 frames or more), or once the \
+            -wal holds 32 MiB, the follower checkpoints (PASSIVE, then RESTART when commits \
+            came meanwhile) and the -wal restarts at its last state, about as small as \
+            without a follower (--checkpoint-frames). When it finds frames it missed (the \
+            -wal restarted while it was not running), it compares the whole database with \
+            the last state, page by page, and records the difference: never a gap. Killed at \
+            any moment, it resumes from the repository's record with no gap and no \
+            duplicate. On SIGTERM or SIGINT it ships what is committed and exits 0 (2 when \
+            the repository could not take it within --stop-timeout). Object store failures \
+            are retried with backoff; once 16 MB wait to be shipped, the read mark is let \
+            go until the store takes them (then a resync, if the -wal restarted meanwhile). \
+            Databases in rollback-journal mode are refused (switch them with PRAGMA \
+            journal_mode=wal, or back them up with backup --repo). The repository must be \
+            format version 4 (`litectl repo upgrade URL` upgrades a version-3 one).
+
+            One follower per database: each one's lease in the repository (30 s, renewed \
+            every 10 s) is taken first; a second replicate of the same database waits up to \
+            --timeout for it and exits 2 naming the running one (host, pid, since when). A \
+            lease whose process is gone from this host, or not renewed for 30 s, is taken \
+            over; a follower whose lease was taken over stops following that database.
 
             --config FILE takes the databases, repository and settings from the TOML of \
             backup --config (jobs, verify and [keep] do not apply; its timeout is the wait \
-            for the repository's lock when a chain starts, 60 s by default). -v reports \
+            for another follower's lease and for the repository's lock when a chain starts, \
+            60 s by default). -v reports \
             each segment on stderr (problems and resyncs are reported unless -q, which \
             keeps only problems that are not retried); --json prints every event as one \
             JSON object per line on stdout. --metrics-file writes a \
@@ -76,8 +86,8 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
     var stopTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Run a RESTART checkpoint once the -wal holds this many frames, so that it restarts (default 0: never; the application's own RESTART or TRUNCATE checkpoints are then needed, see the discussion).", valueName: "frames"))
-    var checkpointFrames = 0
+    @Option(help: ArgumentHelp("When the follower checkpoints the -wal itself so that it restarts: auto, as the application's own checkpoints would without the follower (once one was held back by the read mark with the -wal at 1000 frames or more, and at 32 MiB in any case); N, once it holds N frames; 0, never (the -wal then grows until the application runs a RESTART or TRUNCATE checkpoint).", valueName: "auto|frames"))
+    var checkpointFrames = CheckpointFrames.auto
 
     @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one (and at a stop, those since the last), their pages stored again side by side from a spool in $TMPDIR, on a thread of its own (2 or more).", valueName: "n"))
     var gatherEvery = 60
@@ -93,8 +103,8 @@ struct Replicate: ParsableCommand {
         guard interval > 0, pollInterval > 0, pollInterval <= interval else {
             throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
         }
-        guard foldInterval >= 0, stopTimeout >= 0, checkpointFrames >= 0 else {
-            throw ValidationError("--fold-interval, --stop-timeout and --checkpoint-frames must be 0 or more.")
+        guard foldInterval >= 0, stopTimeout >= 0 else {
+            throw ValidationError("--fold-interval and --stop-timeout must be 0 or more.")
         }
         guard gatherEvery >= 2 else { throw ValidationError("--gather-every must be 2 or more.") }
     }
@@ -109,7 +119,7 @@ struct Replicate: ParsableCommand {
         settings.options.tags = tag
         settings.options.metricsFile = metricsFile
         settings.options.stopTimeout = stopTimeout
-        settings.options.checkpointFrames = checkpointFrames
+        settings.options.checkpoint = checkpointFrames.policy
         settings.options.mergeEvery = gatherEvery
         settings.options.lockTimeout = lockWait.seconds(default: 60)
         let replicator: Replicator
@@ -203,4 +213,20 @@ struct Replicate: ParsableCommand {
             return .object([("event", .string("stopped")), ("database", .string(db)), ("complete", .bool(complete))])
         }
     }
+}
+
+/// `--checkpoint-frames auto|N` (0: never).
+struct CheckpointFrames: ExpressibleByArgument {
+    var policy: CheckpointPolicy
+    static let auto = CheckpointFrames(policy: .auto)
+
+    init(policy: CheckpointPolicy) { self.policy = policy }
+
+    init?(argument: String) {
+        if argument == "auto" { policy = .auto; return }
+        guard let n = Int(argument), n >= 0 else { return nil }
+        policy = n == 0 ? .never : .frames(n)
+    }
+
+    var defaultValueDescription: String { "auto" }
 }

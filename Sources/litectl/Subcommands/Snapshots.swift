@@ -22,8 +22,13 @@ struct Snapshots: ParsableCommand {
             chains and states in it). --ranges lists only those (with --json: one object per \
             range: database, path, hostname, from, to, from_unix, to_unix, chains, states).
 
-            Exit status: 0 listed, 1 a snapshot could not be read (named on stderr; the \
-            others are listed), 2 error.
+            A chain that cannot be read back (a damaged or missing segment, states that \
+            clash) is named on stderr with the cause, one line each, and left out of the \
+            ranges; the other chains and databases are listed. With --json its base \
+            snapshot's object has a chain_damaged field (the cause).
+
+            Exit status: 0 listed, 1 a snapshot or a chain could not be read (named on \
+            stderr; the others are listed), 2 error.
             """)
 
     @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))
@@ -49,13 +54,22 @@ struct Snapshots: ParsableCommand {
                 (database == nil || sameBytes(s.database, database!) || sameBytes(s.path, database!) || sameBytes(s.path, resolved!))
                     && (tag.isEmpty || s.tags.contains { tag.contains($0) })
             }
-            let spans = repository.holdsSegments && (ranges || !json)
-                ? try repository.restorableRanges(all).filter { r in database == nil || sameBytes(r.database, database!) || sameBytes(r.path, database!) || sameBytes(r.path, resolved!) }
+            func wanted(_ database_: String, _ path: String) -> Bool {
+                database == nil || sameBytes(database_, database!) || sameBytes(path, database!) || sameBytes(path, resolved!)
+            }
+            var damagedChains: [DamagedChain] = []
+            let spans = repository.holdsSegments
+                ? try repository.restorableRanges(all) { d in if wanted(d.database, d.path) { damagedChains.append(d) } }.filter { wanted($0.database, $0.path) }
                 : []
+            let damagedBases = Dictionary(damagedChains.map { ($0.chain, $0.cause) }) { a, _ in a }
             if ranges {
                 if !voice.quiet || json { printRanges(spans) }
             } else if json {
-                for s in shown { printExact(s.json.compact) }
+                for s in shown {
+                    guard let cause = damagedBases[s.id], case .object(var fields) = s.json else { printExact(s.json.compact); continue }
+                    fields.append(("chain_damaged", .string(cause)))
+                    printExact(JSON.object(fields).compact)
+                }
             } else if !voice.quiet {
                 var rows = [["ID", "DATABASE", "HOST", "TIME", "PAGES", "ADDED", "TAGS"]]
                 for s in shown {
@@ -70,7 +84,8 @@ struct Snapshots: ParsableCommand {
                 if !spans.isEmpty { printOut(""); printRanges(spans) }
             }
             for d in damaged { printError("\(repository.location)/\(d.key): unreadable snapshot: \(d.error)") }
-            if !damaged.isEmpty { throw ExitStatus.findings }
+            for d in damagedChains { printError(damagedChainLine(d, then: "its moments are not listed")) }
+            if !damaged.isEmpty || !damagedChains.isEmpty { throw ExitStatus.findings }
         } catch let code as ExitCode {
             throw code
         } catch {
@@ -99,4 +114,16 @@ struct Snapshots: ParsableCommand {
                 .trimmingCharacters(in: .whitespaces))
         }
     }
+}
+
+/// The one line that names a chain that cannot be read back: the database,
+/// the cause, and what the command did about it.
+func damagedChainLine(_ d: DamagedChain, then: String) -> String {
+    "\(d.name) cannot be read: \(d.cause); \(then)"
+}
+
+/// A damaged chain in JSON: chain, database, path, hostname, cause.
+func damagedChainJSON(_ d: DamagedChain) -> JSON {
+    .object([("chain", .string(d.chain)), ("database", .string(d.database)), ("path", .string(d.path)),
+             ("hostname", .string(d.hostname)), ("cause", .string(d.cause))])
 }
