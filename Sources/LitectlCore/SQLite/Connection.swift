@@ -49,6 +49,8 @@ public final class Connection {
     /// Private copies of attached databases whose journal was hot, kept while
     /// the connection is open.
     private var attachedCopies: [RolledBackCopy] = []
+    /// The page sources this connection reads through PageVFS, kept until it closes.
+    private var pageSources: [PageVFS.Registration] = []
     public var hotJournal: HotJournalCopy? { rolledBack?.info }
     /// The file SQLite reads for `main`: `path`, or the private copy of its
     /// committed state when its journal was hot.
@@ -220,6 +222,30 @@ public final class Connection {
             files[identity] = left > 0 ? left : nil
         }
     }
+
+    /// Opens, read-only, the database image `registration` serves through
+    /// PageVFS (a moment of a repository): its label in messages. No file
+    /// on disk is read or written for it, so the write gate has nothing of
+    /// it to protect; the connection keeps the registration alive.
+    public init(pages registration: PageVFS.Registration, busyTimeout: Int = Connection.defaultBusyTimeout) throws {
+        self.path = registration.label
+        self.mode = .readOnly
+        self.pageSources = [registration]
+        let opening = Clock.now()
+        do {
+            try open(registration.uri, flags: SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_READONLY,
+                     busyTimeout: busyTimeout)
+            try validateFormat(since: opening)
+        } catch {
+            if let handle { sqlite3_close_v2(handle); self.handle = nil }
+            throw error
+        }
+        isImmutable = true
+    }
+
+    /// Keeps `registration` alive while this connection is open (a page
+    /// source this connection ATTACHes by its `uri`).
+    public func keep(_ registration: PageVFS.Registration) { pageSources.append(registration) }
 
     /// A private, empty in-memory database (for `query` without a main file).
     public init(inMemory busyTimeout: Int = Connection.defaultBusyTimeout) throws {

@@ -61,6 +61,10 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
             // SQLite's words ("attempt to write a readonly database") hide the cause.
             return DatabaseError(code: .readonlyRollback, message: hotJournalMessage, path: path, sql: sql)
         }
+        // A page a PageVFS source could not give: its words, not "disk I/O error".
+        if (chosen & 0xFF) == SQLITE_IOERR, let db, let words = PageVFS.failure(in: db) {
+            return DatabaseError(code: ResultCode(rawValue: chosen), message: words, path: path, sql: sql)
+        }
         return DatabaseError(code: ResultCode(rawValue: chosen), message: message, path: path, sql: sql)
     }
 }
