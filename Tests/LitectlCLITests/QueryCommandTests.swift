@@ -447,4 +447,43 @@ func expectSameRows(litectl: [[[UInt8]]], oracle: [[[UInt8]]], context: String,
         // The default off a terminal is jsonl.
         #expect(try litectl("query", db, sql).stdout == jsonl.stdout)
     }
+
+    /// csv and tsv hold one table: SQL giving several results is refused (64)
+    /// before anything runs, rather than run together into one file whose
+    /// second header a CSV reader takes for a row; one result among other
+    /// statements is fine; json and jsonl still take several.
+    @Test func csvHoldsOneResult() throws {
+        let folder = try TemporaryFolder("query-csv-one")
+        let db = folder.file("q.db")
+        try makeDatabase(db, "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 'x'), (2, 'y');")
+        let two = "SELECT a FROM t; SELECT b FROM t"
+        for format in ["csv", "tsv"] {
+            let r = try litectl("query", db, two, "--format", format)
+            #expect(r.status == 64 && r.stdout.isEmpty, "\(format): \(r.status) \(r.stdout)")
+            #expect(r.stderr.contains("--format \(format) holds one result") && r.stderr.contains("2 statements"), "\(r.stderr)")
+        }
+        // A statement that reads a table the script makes is known only once it is reached:
+        // refused there, before it is stepped.
+        let late = try litectl("query", "--write", "CREATE TABLE n(x); INSERT INTO n VALUES (7); SELECT x FROM n; SELECT x + 1 FROM n",
+                               "--format", "csv")
+        #expect(late.status == 64 && late.stderr.contains("returns result 2"), "\(late.stderr)")
+        #expect(parseCSV(late.stdoutBytes).map { $0.map(text) } == [["x"], ["7"]], "\(late.stdout)")
+
+        let one = try litectl("query", "--write", "CREATE TABLE n(x); INSERT INTO n VALUES (7), (8); SELECT x FROM n ORDER BY x",
+                              "--format", "csv")
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(parseCSV(one.stdoutBytes).map { $0.map(text) } == [["x"], ["7"], ["8"]])
+
+        let json = try litectl("query", db, two, "--format", "json")
+        #expect(json.status == 0, "\(json.stderr)")
+        let arrays = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[[String: Any]]]
+        #expect(arrays?.map(\.count) == [2, 2] && arrays?[1][0]["b"] as? String == "x", "\(json.stdout)")
+        #expect(try litectl("query", db, two, "--format", "jsonl").stdout.split(separator: "\n").count == 4)
+        #expect(try litectl("query", "-q", db, two, "--format", "csv").status == 0, "-q prints nothing, so nothing runs together")
+
+        let each = try litectl("query", "--each", db, two, "--format", "csv")
+        #expect(each.status == 64 && each.stdout.isEmpty && each.stderr.contains("holds one result"), "\(each.stderr)")
+        let eachOne = try litectl("query", "--each", db, "SELECT a FROM t", "--format", "csv")
+        #expect(eachOne.status == 0 && parseCSV(eachOne.stdoutBytes).count == 3, "\(eachOne.stderr)")
+    }
 }

@@ -560,6 +560,37 @@ func runLitectl(_ arguments: [String], env: [String: String] = [:]) throws -> Pr
         r = try runLitectl(["repo", "init", folder.file("notrepo")])
         #expect(r.status == 2 && r.stderr.contains("not empty"))
     }
+
+    /// The usage line of `repo init` lists --repo: it names the repository as
+    /// URL does; both naming different ones is a usage error that names both
+    /// (neither is made), the same one twice is fine, none at all is a usage error.
+    @Test func repoInitTakesTheRepositoryAsRepoToo() throws {
+        let folder = try TemporaryFolder("repo-cli-init")
+        let a = folder.file("a"), b = folder.file("b"), c = folder.file("c")
+        let noEnvironment = ["LITECTL_REPO": ""]
+        var r = try runLitectl(["repo", "init", "--repo", a], env: noEnvironment)
+        #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
+        #expect(try runLitectl(["snapshots", "--repo", a, "--json"], env: noEnvironment).status == 0, "a repository was made at --repo")
+
+        r = try runLitectl(["repo", "init", b, "--repo", c], env: noEnvironment)
+        #expect(r.status == 64 && r.stderr.contains(b) && r.stderr.contains(c), "\(r.status) \(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: b) && !FileManager.default.fileExists(atPath: c), "nothing made")
+
+        r = try runLitectl(["repo", "init", b, "--repo", b], env: noEnvironment)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try runLitectl(["snapshots", "--repo", b, "--json"], env: noEnvironment).status == 0)
+
+        r = try runLitectl(["repo", "init"], env: noEnvironment)
+        #expect(r.status == 64 && r.stderr.contains("--repo"), "\(r.stderr)")
+        r = try runLitectl(["repo", "init"], env: ["LITECTL_REPO": c])
+        #expect(r.status == 0, "$LITECTL_REPO, as the option's help says: \(r.stderr)")
+        #expect(try runLitectl(["snapshots", "--repo", c, "--json"], env: noEnvironment).status == 0)
+
+        r = try runLitectl(["repo", "upgrade", "--repo", a, "--json"], env: noEnvironment)
+        #expect(r.status == 0 && r.stdout.contains("\"upgraded\":false"), "\(r.stdout) \(r.stderr)")
+        r = try runLitectl(["repo", "upgrade", a, "--repo", b], env: noEnvironment)
+        #expect(r.status == 64 && r.stderr.contains(a) && r.stderr.contains(b), "\(r.stderr)")
+    }
 }
 
 /// Raw access to a test repository's objects (the folder itself, or the AWS CLI for S3).

@@ -447,12 +447,38 @@ import TestSupport
         #expect(grows[1] == String(oracle["old_pages"] as! Int))
         #expect(grows[2] == String(oracle["new_pages"] as! Int))
         #expect(grows[3] == "+\(oracle["page_change"] as! Int)")
-        #expect(grows[5] == "\(oracle["old_entries"] as! Int) → \(oracle["new_entries"] as! Int)")
+        // Rows are the table's rows (count(*) then and now), not the entries of its b-trees with its index's.
+        #expect(grows[5] == "0 → \(try sqlite3Scalar(db, "SELECT count(*) FROM grows"))", "\(grows)")
+        #expect(oracle["new_entries"] as? Int == 6000, "the entries the comparison sums: the table's and its index's")
 
         let bad = try litectl("report", db, "--compare", "nope.json", "-o", folder.file("x.html"), in: folder.path)
         #expect(bad.status == 2)
         #expect(bad.stderr == "litectl: nope.json: cannot read the file\n")
         #expect(!FileManager.default.fileExists(atPath: folder.file("x.html")))
+    }
+
+    /// Chinook's Track has three indexes: the Growth section's rows are its
+    /// 3,503 rows (as sqlite3 counts them), not the 14,012 entries of its four b-trees.
+    @Test func growthCountsRowsNotEntries() throws {
+        let chinook = try #require(realDatabases.first { $0.hasSuffix("Chinook_Sqlite.sqlite") })
+        let folder = try TemporaryFolder("report-growth-chinook")
+        let db = try folder.copy(chinook, as: "c.db")
+        try litectl("stats", "--format", "json", db).stdout.write(toFile: folder.file("old.json"), atomically: false, encoding: .utf8)
+        try sqlite3(["-batch", db], input: "INSERT INTO Track(Name, MediaTypeId, Milliseconds, UnitPrice) VALUES ('new', 1, 1, 0.99);")
+        let page = folder.file("growth.html")
+        let result = try litectl("report", db, "--compare", "old.json", "-o", page, in: folder.path)
+        #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        let rows = Self.tableRows("growth-table", in: html)
+        let track = try #require(rows.first { $0.first == "Track" })
+        let now = try sqlite3Scalar(db, "SELECT count(*) FROM Track")
+        #expect(now == "3504")
+        #expect(track[5] == "3503 → \(now)", "\(track)")
+        for table in ["Album", "Artist", "Invoice", "InvoiceLine"] {
+            let row = try #require(rows.first { $0.first == table })
+            let count = try sqlite3Scalar(db, "SELECT count(*) FROM \(table)")
+            #expect(row[5] == "\(count) → \(count)", "\(table): \(row)")
+        }
     }
 
     // MARK: The output file and exit status

@@ -180,6 +180,19 @@ public final class AttachedSession {
         try Self.run(script, on: connection, writable: writable, parameters: parameters, body)
     }
 
+    /// How many statements of `script` return columns, known before any runs:
+    /// each is prepared (never stepped) in order, and counting stops at the
+    /// first that cannot be prepared yet (it needs a table an earlier one
+    /// makes), so this is a lower bound. A caller whose output holds one
+    /// result (CSV) refuses a script that gives several before running it.
+    public func resultCountBeforeRunning(_ script: String) -> Int {
+        var count = 0
+        try? connection.forEachStatement(in: script) { statement in
+            if statement.columnCount > 0 { count += 1 }
+        }
+        return count
+    }
+
     /// `run` on any connection (fan-out uses it on one connection per file).
     static func run(_ script: String, on connection: Connection, writable: Bool, parameters: QueryParameters,
                     _ body: (QueryResult) throws -> Void) throws {

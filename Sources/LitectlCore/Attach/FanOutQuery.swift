@@ -71,6 +71,7 @@ public enum FanOutQuery {
     /// Returns the number of files that failed.
     public static func run(paths: [String], script: String, parameters: QueryParameters = QueryParameters(),
                            jobs: Int, busyTimeout: Int = Connection.defaultBusyTimeout,
+                           maximumResults: Int? = nil,
                            into writer: RowWriter, onFailure: (String, DatabaseError) -> Void) throws -> Int {
         let slots = Slots(count: paths.count)
         let group = DispatchGroup()
@@ -107,7 +108,13 @@ public enum FanOutQuery {
                 onFailure(path, error)
                 continue
             }
-            if reference == nil { reference = outcome.results.map(\.columns) }
+            if reference == nil {
+                // An output that holds one result (CSV) is refused before anything is written.
+                if let maximumResults, outcome.results.count > maximumResults {
+                    throw SeveralResults(count: outcome.results.count, statementSQL: nil)
+                }
+                reference = outcome.results.map(\.columns)
+            }
             guard let first = outcome.results.first else { continue }
             if !begun {
                 writer.begin(columns: ["db"] + first.columns)
@@ -129,6 +136,18 @@ public enum FanOutQuery {
             }
         }
         return failures
+    }
+
+    /// A script that returns more results than the output can hold (one, for CSV).
+    public struct SeveralResults: Error, Sendable {
+        /// How many results the script gives (at least).
+        public var count: Int
+        /// The statement that begins the result too many, when known.
+        public var statementSQL: String?
+        public init(count: Int, statementSQL: String?) {
+            self.count = count
+            self.statementSQL = statementSQL
+        }
     }
 
     /// Opens `path` read-only on a connection of its own and collects every result.

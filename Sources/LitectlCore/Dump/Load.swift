@@ -28,8 +28,9 @@ public struct LoadSummary: Sendable {
 public enum Loader {
     /// Loads `input` into the database at `target` (made when missing) in one
     /// transaction: on any error nothing of it stays, and a database the load
-    /// was making never appears.
-    public static func load(into target: String, from input: LoadInput,
+    /// was making never appears. With `createTable`, one file of rows makes
+    /// its table first (`RowFileLoader.createTable`), in the same transaction.
+    public static func load(into target: String, from input: LoadInput, createTable: Bool = false,
                             busyTimeout: Int = Connection.defaultBusyTimeout) throws -> LoadSummary {
         if case .folder(let folder) = input, !DurableFolder.isFolder(folder) {
             throw DatabaseError(code: .cantopen, message: "no such folder", path: folder)
@@ -46,7 +47,7 @@ public enum Loader {
             case .script(let path):
                 try ScriptLoader.run(path: path, session: session)
             case .rows(let path, let format, let table):
-                let rows = try RowFileLoader.run(path: path, format: format, table: table, session: session)
+                let rows = try RowFileLoader.run(path: path, format: format, table: table, create: createTable, session: session)
                 summary.files.append((path, table, rows))
             case .folder(let folder):
                 let schema = folder + "/schema.sql"

@@ -150,6 +150,6 @@ public struct LoadError: Error, CustomStringConvertible, Sendable {
     public var message: String
 
     public var description: String {
-        "\(source):\(line): \(message); nothing was loaded"
+        "\(source):\(line > 0 ? "\(line):" : "") \(message); nothing was loaded"
     }
 }

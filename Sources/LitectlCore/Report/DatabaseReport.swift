@@ -413,12 +413,17 @@ struct DatabaseReportPage {
         html.markup("<code>")
         html.text(earlier.path)
         html.markup("</code>: ")
-        html.text("the file went from \(growth.oldPageCount) to \(growth.newPageCount) pages (\(change >= 0 ? "+" : "")\(change), \(change >= 0 ? "+" : "-")\(humanBytes(abs(change) * growth.pageSize))). Per table with its indexes, largest change first:")
+        html.text("the file went from \(growth.oldPageCount) to \(growth.newPageCount) pages (\(change >= 0 ? "+" : "")\(change), \(change >= 0 ? "+" : "-")\(humanBytes(abs(change) * growth.pageSize))). Per table with its indexes, largest change first; rows are the table's own (its indexes' entries are not rows):")
         html.markup("</p>\n")
         let changes = growth.changes.sorted { a, b in
             let da = abs((a.newPages ?? 0) - (a.oldPages ?? 0)), db = abs((b.newPages ?? 0) - (b.oldPages ?? 0))
             return da != db ? da > db : compareNames(a.name, b.name)
         }
+        // The comparison's entries sum the table's and its indexes' b-trees
+        // (Track with three indexes: 4 x 3,503): rows are the table's own b-tree's entries.
+        let oldRows = Self.tableRows(inStatsJSON: earlier.json)
+        var newRows: [[UInt8]: Int64] = [:]
+        for object in facts?.stats?.objects ?? [] where object.kind == .table { newRows[Array(object.name.utf8)] = object.entries }
         let largest = max(1, changes.map { abs(($0.newPages ?? 0) - ($0.oldPages ?? 0)) }.max() ?? 1)
         html.markup("<table class=\"bars sortable\" id=\"growth-table\"><thead><tr><th>table</th><th class=\"n\">old pages</th><th class=\"n\">new pages</th><th class=\"n\">change</th><th class=\"n\">growth</th><th class=\"n\">rows</th><th>change in pages</th></tr></thead><tbody>\n")
         let start = html.count
@@ -437,13 +442,30 @@ struct DatabaseReportPage {
             } else {
                 html.numberCell(c.oldPages == nil ? "new" : "—", sortValue: "1e99")
             }
-            let rowsText = "\(c.oldEntries.map(String.init) ?? "—") → \(c.newEntries.map(String.init) ?? "—")"
-            html.numberCell(rowsText, sortValue: "\((c.newEntries ?? 0) - (c.oldEntries ?? 0))")
+            let before = c.oldPages == nil ? nil : oldRows[Array(c.name.utf8)]
+            let after = c.newPages == nil ? nil : newRows[Array(c.name.utf8)]
+            let rowsText = "\(before.map(String.init) ?? "—") → \(after.map(String.init) ?? "—")"
+            html.numberCell(rowsText, sortValue: "\((after ?? 0) - (before ?? 0))")
             let width = Double(abs(delta)) * 100 / Double(largest)
             html.markup("<td class=\"bar\" data-v=\"\(delta)\"><span class=\"\(delta >= 0 ? "grow" : "shrink")\" style=\"width:\(Figures.decimal(width))%\"></span></td></tr>\n")
         }
         if left > 0 { html.markup("<tr class=\"fixed\"><td colspan=\"7\" class=\"more\">… \(left) more tables</td></tr>\n") }
         html.markup("</tbody></table></section>\n")
+    }
+
+    /// Rows per table in a `stats --format json` report: the entries of each
+    /// table's own b-tree (its "objects" of kind "table"), by name bytes;
+    /// empty when the report has no such rows.
+    static func tableRows(inStatsJSON json: [UInt8]) -> [[UInt8]: Int64] {
+        guard let document = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
+              let objects = document["objects"] as? [[String: Any]] else { return [:] }
+        var rows: [[UInt8]: Int64] = [:]
+        for object in objects where object["kind"] as? String == ObjectStats.Kind.table.rawValue {
+            if let name = object["name"] as? String, let entries = (object["entries"] as? NSNumber)?.int64Value {
+                rows[Array(name.utf8)] = entries
+            }
+        }
+        return rows
     }
 
     func count(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }

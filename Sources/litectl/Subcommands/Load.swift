@@ -50,6 +50,23 @@ struct Load: ParsableCommand {
             the JSON keys (rowid sets the rowid). Rows loaded into sqlite_sequence replace \
             the row of the same name. Triggers on the table fire.
 
+            The table must exist, unless --create makes it (in the same transaction as \
+            the rows; a table of that name already there is an error): its columns are \
+            the CSV header's names or the JSON keys in the order they first appear \
+            (rowid, _rowid_ and oid set the rowid and are not columns), each typed from \
+            its values as sqlite-utils detects types: INTEGER when every value is an \
+            integer, REAL when they are integers and reals (integers become reals \
+            there, as in sqlite-utils), TEXT when there is text (numbers stored as the \
+            file writes them, as sqlite-utils does), BLOB when there is a BLOB (x'..'); \
+            a column of only NULLs is INTEGER from CSV and TEXT from JSON Lines, as \
+            sqlite-utils makes them. No value loses exactness: integers and reals keep \
+            every digit and bit, and a column mixing reals with integers beyond 2^53 \
+            (which a REAL column would round) is BLOB, which keeps each as it is. Values \
+            are read as load always reads them, so unlike sqlite-utils a quoted CSV \
+            field is TEXT, an empty one NULL (sqlite-utils keeps '' in a TEXT column), \
+            and only Inf/-Inf are infinities. The file is read twice (types, then rows), \
+            so --create takes a file, not stdin.
+
             Prints nothing on success; -v one line (statements, rows changed, files); \
             --json one object (database, created, statements, rows_changed, files \
             [{path, table, rows}]). Exit status: 0 loaded, 2 error (DB as it was).
@@ -71,6 +88,9 @@ struct Load: ParsableCommand {
     @Option(help: "What INPUT is: sql, csv or jsonl (default: from its name).")
     var format: Format?
 
+    @Flag(help: "Make the table of a CSV or JSON Lines file, with column types inferred from its values.")
+    var create = false
+
     @OptionGroup var voice: VoiceOptions
     var verbose: Bool { voice.verbose }
     var json: Bool { voice.json }
@@ -83,6 +103,12 @@ struct Load: ParsableCommand {
         }
         if input == "-" && table == nil && resolvedFormat != .sql {
             throw ValidationError("Rows on stdin need --table.")
+        }
+        if create && (resolvedFormat == .sql || isFolder) {
+            throw ValidationError("--create applies to one CSV or JSON Lines file (a SQL script or dump folder makes its own tables).")
+        }
+        if create && input == "-" {
+            throw ValidationError("--create reads the file twice (the types, then the rows): give a file, not stdin.")
         }
     }
 
@@ -111,7 +137,7 @@ struct Load: ParsableCommand {
         }
         let summary: LoadSummary
         do {
-            summary = try Loader.load(into: databasePath, from: source, busyTimeout: database.busyTimeout)
+            summary = try Loader.load(into: databasePath, from: source, createTable: create, busyTimeout: database.busyTimeout)
         } catch {
             printError(describe(error))
             throw ExitStatus.error

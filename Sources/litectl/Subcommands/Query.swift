@@ -20,7 +20,14 @@ struct Query: ParsableCommand {
             files. SQL may also come from -f FILE, or from stdin when SQL (or FILE) is -. \
             Several statements may be given; each statement that returns columns prints \
             its own result, in order (a header line even when it has no rows). \
-            Statements that return no columns run silently.
+            Statements that return no columns run silently. csv and tsv hold one \
+            result: SQL with several statements that return columns is refused (exit \
+            64) rather than written as one file that no CSV reader splits (sqlite3 \
+            prints them back to back, headers in among the rows): run one statement \
+            per file, or use json (one array per statement) or jsonl. The refusal comes \
+            before anything runs, except for a statement that reads a table an earlier \
+            one makes: it is refused when it is reached, after the statements before \
+            it ran and their result was printed.
 
             Read-only by default: every file opens with mode=ro (never created, never \
             changed), and a statement that would write is refused with a message naming \
@@ -150,6 +157,12 @@ struct Query: ParsableCommand {
             }
             if let warning = try session.walAtomicityWarning() { printError(warning) }
             let writer = output.makeWriter(sink: sink)
+            // csv and tsv hold one table: a script that gives several results is refused,
+            // before anything runs when preparing the statements tells (most scripts).
+            let oneResult = Self.holdsOneResult(writer.format) && !output.voice.quiet
+            if oneResult, case let count = session.resultCountBeforeRunning(sql), count > 1 {
+                throw FanOutQuery.SeveralResults(count: count, statementSQL: nil)
+            }
             // json is one document: with several statements, an array of the
             // arrays of those that return columns; one statement, its array.
             let document = writer.format == .json && !output.voice.quiet
@@ -157,6 +170,9 @@ struct Query: ParsableCommand {
             if several { sink.write(Array("[".utf8)) }
             var results = 0
             try session.run(sql, parameters: parameters) { result in
+                // A statement that could not be prepared before the first ran (it needs a
+                // table the script makes): refused before it is stepped.
+                if oneResult && results > 0 { throw FanOutQuery.SeveralResults(count: results + 1, statementSQL: result.sql) }
                 // People read table and markdown: a blank line between results.
                 if results > 0, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
                 if results > 0 && several { sink.write(Array(",".utf8)) }
@@ -170,6 +186,10 @@ struct Query: ParsableCommand {
         } catch let exit as ExitCode {
             try? sink.flush()
             throw exit
+        } catch let several as FanOutQuery.SeveralResults {
+            try? sink.flush()
+            printError(refusal(several))
+            throw ExitCode(64)
         } catch {
             try? sink.flush()
             printError(describe(error))
@@ -186,6 +206,7 @@ struct Query: ParsableCommand {
         let failures = try FanOutQuery.run(
             paths: paths, script: sql, parameters: parameters,
             jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, busyTimeout: database.busyTimeout,
+            maximumResults: Self.holdsOneResult(writer.format) && !output.voice.quiet ? 1 : nil,
             into: writer,
             onFailure: { _, error in
                 try? sink.flush()
@@ -194,6 +215,18 @@ struct Query: ParsableCommand {
         try sink.flush()
         if failures > 0 || !unmatched.isEmpty { throw ExitStatus.findings }
     }
+
+    /// The one line that refuses several results in csv or tsv.
+    private func refusal(_ several: FanOutQuery.SeveralResults) -> String {
+        let format = output.resolvedFormat.rawValue
+        let which = several.statementSQL.map { ": `\(String($0.trimmingCharacters(in: .whitespacesAndNewlines).prefix(80)))` returns result \(several.count)" }
+            ?? " (\(several.count) statements return columns)"
+        return "--format \(format) holds one result, and the SQL gives several\(which); run one statement per \(format) file, or use --format json or jsonl"
+    }
+
+    /// csv and tsv are one table each (a header, then rows): several results
+    /// run together would read as one table with stray header rows.
+    static func holdsOneResult(_ format: OutputFormat) -> Bool { format == .csv || format == .tsv }
 
     private func readSQL() throws -> String {
         let source = sqlFile ?? roles.sql!

@@ -40,7 +40,9 @@ struct Recover: ParsableCommand {
             rows on free pages are deleted rows and are left out (--no-freelist \
             ignores free pages altogether).
 
-            The report (on stdout; --json for one compact JSON object, -q for none) gives per table the rows \
+            The report (on stdout; --json for one compact JSON object, -q for none; when \
+            stdout is not a terminal, only when something was damaged or lost, or with -v) \
+            gives per table the rows \
             recovered, rows sent to lost_and_found, pages read and pages damaged, and \
             for the file the damaged pages and what was wrong; and per foreign key the \
             rows left without their parent row (it was on a lost page), which \
@@ -85,7 +87,8 @@ struct Recover: ParsableCommand {
         }
         if voice.json {
             printExact(report.json.compact)
-        } else if !voice.quiet {
+        } else if voice.talks || (!voice.quiet && report.exitCode != 0) {
+            // Off a terminal a sound copy is silent (docs/output.md); what was damaged or lost is always said.
             for line in report.lines { printOut(line) }
         }
         if report.exitCode != 0 { throw ExitStatus.findings }

@@ -14,7 +14,9 @@ struct RepoInit: ParsableCommand {
         commandName: "init",
         abstract: "Create a repository in an empty folder or bucket prefix.",
         discussion: """
-            URL is a folder (created when missing) or s3://BUCKET/PREFIX on AWS S3 or any \
+            URL (given as the argument or as --repo URL, the same; $LITECTL_REPO when \
+            neither is given; URL and a different --repo are a usage error) is a folder \
+            (created when missing) or s3://BUCKET/PREFIX on AWS S3 or any \
             S3-compatible server (--endpoint; path-style addressing). Credentials come from \
             AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, or from the \
             profile (AWS_PROFILE, --profile) of ~/.aws/credentials and ~/.aws/config. A \
@@ -29,19 +31,21 @@ struct RepoInit: ParsableCommand {
             a copy elsewhere, without it nothing can be restored. docs/repository.md (installed as /usr/local/share/doc/litectl/repository.md) \
             specifies the format.
 
-            Exit status: 0 created, 2 error.
+            Exit status: 0 created, 2 error, 64 usage error.
             """)
 
-    @Argument(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX.", valueName: "url"))
-    var url: String
+    @Argument(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX (or give it as --repo URL).", valueName: "url"))
+    var positionalURL: String?
 
     @OptionGroup var options: RepoOptions
 
     @OptionGroup var voice: VoiceOptions
 
+    var url: String { repositoryURL(positionalURL, options) }
+
     func validate() throws {
+        try requireOneRepository(positionalURL, options)
         if url.isEmpty { throw ValidationError("The repository location is empty: give a folder or s3://BUCKET/PREFIX.") }
-        try refuseCredentials(inRepositoryURL: url)
     }
 
     func run() throws {
@@ -78,11 +82,12 @@ struct RepoUpgradeCommand: ParsableCommand {
             {repository, upgraded, from}. A version-4 repository is left as it is; versions \
             1 and 2 cannot be upgraded.
 
-            Exit status: 0 upgraded (or already version 4), 2 error.
+            URL may be given as --repo URL instead (as for repo init). Exit status: 0 \
+            upgraded (or already version 4), 2 error, 64 usage error.
             """)
 
-    @Argument(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX.", valueName: "url"))
-    var url: String
+    @Argument(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX (or give it as --repo URL).", valueName: "url"))
+    var positionalURL: String?
 
     @OptionGroup var options: RepoOptions
 
@@ -90,7 +95,9 @@ struct RepoUpgradeCommand: ParsableCommand {
 
     @OptionGroup var lockWait: DatabaseOptions
 
-    func validate() throws { try refuseCredentials(inRepositoryURL: url) }
+    var url: String { repositoryURL(positionalURL, options) }
+
+    func validate() throws { try requireOneRepository(positionalURL, options) }
 
     func run() throws {
         TemporaryFiles.installSignalCleanup()
@@ -111,5 +118,26 @@ struct RepoUpgradeCommand: ParsableCommand {
         } catch {
             throw fail(error)
         }
+    }
+}
+
+/// The repository a `repo` subcommand works on: URL, else --repo, else $LITECTL_REPO.
+func repositoryURL(_ positional: String?, _ options: RepoOptions) -> String {
+    positional ?? options.url ?? ""
+}
+
+/// Usage errors for the repository of a `repo` subcommand, which may be named
+/// as URL or as --repo URL (the usage line lists both): neither given (nor
+/// $LITECTL_REPO), or both given and different -- one of them would
+/// otherwise be ignored silently. Credentials in either are refused first,
+/// so that no message repeats them.
+func requireOneRepository(_ positional: String?, _ options: RepoOptions) throws {
+    if let positional { try refuseCredentials(inRepositoryURL: positional) }
+    if let given = options.repo { try refuseCredentials(inRepositoryURL: given) }
+    if let positional, let given = options.repo, positional != given {
+        throw ValidationError("The repository is named twice, as URL '\(visible(positional))' and as --repo '\(visible(given))': give one.")
+    }
+    if positional == nil && options.url == nil {
+        throw ValidationError("Missing the repository: give URL (a folder or s3://BUCKET/PREFIX), --repo URL, or set LITECTL_REPO.")
     }
 }

@@ -58,8 +58,9 @@ struct Vacuum: ParsableCommand {
             most the file would shrink by, and the space check.
 
             Prints, before and after: file size (and WAL), page size, pages, free pages, \
-            auto_vacuum, and the space given back. -q prints nothing on success (for \
-            cron); --json prints one object (path, mode, into, before, after, \
+            auto_vacuum, and the space given back, on a terminal or with -v: when stdout \
+            is not a terminal (cron) nothing is printed on success, and -q prints \
+            nothing anywhere (a dry run prints its report on a pipe too); --json prints one object (path, mode, into, before, after, \
             reclaimed_bytes, checkpoint_complete, rowids_may_change, wal_not_restored, \
             in_place_because (why a full VACUUM ran in the file; null when a copy was \
             renamed over it), seconds; a dry run: path, dry_run, \
@@ -160,7 +161,8 @@ struct Vacuum: ParsableCommand {
             ]).compact)
             return
         }
-        guard !quiet else { return }
+        // Silent on success off a terminal (cron mails nothing; docs/output.md); -v says it anyway.
+        guard voice.talks else { return }
         let title: String
         switch report.mode {
         case .vacuum: title = "VACUUM"
