@@ -84,15 +84,15 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Read the databases, repository and settings from this TOML file (the format of backup --config).", valueName: "file"))
     var config: String?
 
-    @Option(help: ArgumentHelp("Time between segments shipped: seconds (0.5) or a duration (2s, 1m).", valueName: "duration"),
+    @Option(help: ArgumentHelp("Time between segments shipped: seconds (0.5) or a duration (2s, 1m) (default: 1s).", valueName: "duration"),
             transform: DurationArgument.parse)
     var interval = DurationArgument(seconds: 1)
 
-    @Option(help: ArgumentHelp("Time between looks at each -wal (seconds or a duration: 0.1, 100ms): the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark.", valueName: "duration"),
+    @Option(help: ArgumentHelp("Time between looks at each -wal (seconds or a duration: 0.1, 100ms): the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark (default: 100ms).", valueName: "duration"),
             transform: DurationArgument.parse)
     var pollInterval = DurationArgument(seconds: 0.1)
 
-    @Option(help: ArgumentHelp("Time between full snapshots that start a new chain (seconds or a duration: 3600, 1h, 1d; 0: only on SIGUSR1).", valueName: "duration"),
+    @Option(help: ArgumentHelp("Time between full snapshots that start a new chain (seconds or a duration: 3600, 1h, 1d; 0: only on SIGUSR1) (default: 1h).", valueName: "duration"),
             transform: DurationArgument.parse)
     var foldInterval = DurationArgument(seconds: 3600)
 
@@ -102,7 +102,7 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Write a Prometheus textfile here every interval.", valueName: "path"))
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp("How long a stop waits for the repository to take what is committed (seconds or a duration: 60, 5m).", valueName: "duration"),
+    @Option(help: ArgumentHelp("How long a stop waits for the repository to take what is committed (seconds or a duration: 60, 5m) (default: 60s).", valueName: "duration"),
             transform: DurationArgument.parse)
     var stopTimeout = DurationArgument(seconds: 60)
 
