@@ -25,7 +25,9 @@ struct Litectl: ParsableCommand {
             mode, and extension loading off.
 
             Every command takes -q (no report), -v (more) and --json (compact JSON), \
-            and one lock wait, --timeout SECONDS (docs/output.md). The pages the \
+            and one lock wait, --timeout DURATION (docs/output.md). Every duration is \
+            seconds (90, 2.5) or numbers with units, largest first (90s, 250ms, 15m, 1h30m, \
+            7d); a bad one is a usage error (exit 64). The pages the \
             help texts name under docs/ are installed by scripts/install, under the \
             same names, in PREFIX/share/doc/litectl (/usr/local by default).
             """,

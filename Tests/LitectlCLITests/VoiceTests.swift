@@ -1,5 +1,5 @@
 // Every command speaks alike (issue #29): -q, -v and --json on every command,
-// one lock-wait option (--timeout SECONDS, --busy-timeout MS kept hidden), one
+// one lock-wait option (--timeout DURATION, --busy-timeout MS kept hidden), one
 // size unit family (IEC), warnings on a non-terminal only with -v or in
 // --json, compact JSON that parses for any statement count, and messages that
 // say what is wrong. Through the built binary, with stdout a pipe as cron has it.
@@ -53,19 +53,19 @@ import TestSupport
         }
     }
 
-    /// The commands that wait for locks take --timeout SECONDS; the old
+    /// The commands that wait for locks take --timeout DURATION; the old
     /// --busy-timeout MS still works but is hidden; a negative wait is said
-    /// as such (not "Missing value").
+    /// as such, with the forms a duration takes (not "Missing value").
     @Test(arguments: [["info", "a.db"], ["check", "a.db"], ["backup", "a.db", "out"], ["restore", "b.db", "a.db"],
                       ["forget", "--keep-last", "1"], ["prune"], ["migrate", "a.db", "dir"], ["patch", "a.db", "p.sql"],
                       ["dump", "a.db"], ["vacuum", "a.db"], ["query", "a.db", "SELECT 1"], ["stats", "a.db"],
                       ["replicate", "a.db", "--repo", "repo"]])
     func oneTimeoutOption(_ command: [String]) throws {
         let help = try runProcess(litectlBinary, (command[0] == "migrate" ? ["migrate", "apply"] : [command[0]]) + ["--help"]).stdout
-        #expect(help.contains("--timeout <seconds>"), "\(command)")
+        #expect(help.contains("--timeout <duration>"), "\(command)")
         #expect(!help.contains("--busy-timeout"), "\(command): the old spelling is hidden")
         let r = try runProcess(litectlBinary, command + ["--timeout", "-5"])
-        #expect(r.status == 64 && r.stderr.contains("--timeout must be 0 or more seconds"), "\(command): \(r.stderr)")
+        #expect(r.status == 64 && r.stderr.contains("--timeout") && r.stderr.contains("give a duration like"), "\(command): \(r.stderr)")
     }
 
     @Test func theOldBusyTimeoutStillWorksAndTimeoutIsSeconds() throws {

@@ -62,6 +62,7 @@ final class HostConfigTests: XCTestCase {
             ("repository = \"r\"\ndatabases = [\"a.db\"]\n[keep]\ndaily = -1\n", "keep.daily must be 0 or more"),
             ("repository = \"r\"\ndatabases = [\"a.db\"]\nverify = \"maybe\"\n", "verify must be quick, full or none"),
             ("repository = \"r\"\ndatabases = [\"a.db\"\n", "line 2"),
+            ("repository = \"r\"\ndatabases = [\"a.db\"]\ntimeout = \"soon\"\n", "timeout must be seconds"),
         ]
         for (text, expected) in cases {
             let path = try write(text, in: folder)
@@ -71,6 +72,15 @@ final class HostConfigTests: XCTestCase {
                 XCTAssertTrue(line.contains(expected), "\(line) should contain \(expected)")
                 XCTAssertFalse(line.contains("\n"), line)
             }
+        }
+    }
+
+    /// `timeout` reads the duration syntax of the command line too.
+    func testTimeoutTakesADuration() throws {
+        let folder = try TemporaryFolder("config")
+        for (value, seconds) in [("\"1h30m\"", 5400.0), ("\"2.5s\"", 2.5), ("45", 45), ("0.5", 0.5)] {
+            let c = try HostConfig.load(path: try write("repository = \"r\"\ndatabases = [\"a.db\"]\ntimeout = \(value)\n", in: folder))
+            XCTAssertEqual(c.timeout, seconds, value)
         }
     }
 

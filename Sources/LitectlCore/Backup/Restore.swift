@@ -25,6 +25,11 @@ public struct RestoreRequest: Sendable {
     /// Write an existing target in place (one transaction through its
     /// journal) even when a rename could replace it (`WholeFileReplacement`).
     public var inPlace = false
+    /// When `backup` is a folder of backups: the database whose newest
+    /// backup to take (its file name or path; nil when the folder holds one
+    /// database's backups), and the latest start time to consider.
+    public var database: String?
+    public var at: Double?
 
     public init(backup: String, target: String) { self.backup = backup; self.target = target }
 }
@@ -37,6 +42,10 @@ public struct RestoreOutcome: Sendable {
     /// Why an existing target was written in place, in one transaction
     /// (nil: it was new, or replaced by a rename).
     public var inPlaceBecause: String?
+    /// The backup file restored (of a folder: the one chosen).
+    public var backup: String = ""
+    /// Newer backups of a folder passed over, each with why it failed verification.
+    public var skipped: [String] = []
 }
 
 public enum Restore {
@@ -57,8 +66,18 @@ public enum Restore {
     }
 
     public static func run(_ request: RestoreRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> RestoreOutcome {
+        var request = request
+        // A folder of backups: its backups of the database, newest first.
+        let fromFolder = DurableFolder.isFolder(request.backup)
+        var candidates = [request.backup]
+        if fromFolder {
+            candidates = try BackupFolderChoice.candidates(in: request.backup, database: request.database, at: request.at).map(\.backupPath)
+            guard !candidates.isEmpty else {
+                throw DatabaseError(code: .cantopen, message: BackupFolderChoice.noneMessage(database: request.database, at: request.at), path: request.backup)
+            }
+        }
         try SameFileRule.require(output: request.target,
-                                 apartFrom: [request.backup, BackupManifest.path(forBackup: request.backup)],
+                                 apartFrom: candidates.flatMap { [$0, BackupManifest.path(forBackup: $0)] },
                                  what: "the backup being restored")
         let targetExists = try checkTarget(request.target, force: request.force)
         // What a restore of this TARGET killed with SIGKILL left beside it
@@ -67,17 +86,37 @@ public enum Restore {
         // back first, so that no read-only open below meets it.
         TemporaryFiles.removeStale(in: DurableFolder.parent(of: request.target), stem: DurableFolder.baseName(of: request.target))
         if targetExists { try? InPlaceWrite.settle(request.target, busyTimeout: request.busyTimeout) }
-        let prepared = try BackupVerifier.prepare(request.backup, level: request.verify)
-        defer { prepared.discard() }
-        let check = prepared.check
-        guard check.passed else {
+        // The newest candidate that passes verification; of a folder, a
+        // newer one that fails (or does not read) is passed over and named.
+        var chosen: (path: String, prepared: PreparedBackup)?
+        var skipped: [String] = []
+        for path in candidates {
+            let prepared: PreparedBackup
+            do { prepared = try BackupVerifier.prepare(path, level: request.verify) } catch let error where fromFolder {
+                skipped.append("\(DurableFolder.baseName(of: path)): \(error)")
+                continue
+            }
+            let check = prepared.check
+            if check.passed { chosen = (path, prepared); break }
+            prepared.discard()
             let why = check.sha256Matches == false ? "SHA-256 does not match its manifest" : check.checkResult
-            throw DatabaseError(code: .corrupt, message: "the backup fails verification, nothing restored: \(why)", path: request.backup)
+            guard fromFolder else {
+                throw DatabaseError(code: .corrupt, message: "the backup fails verification, nothing restored: \(why)", path: request.backup)
+            }
+            skipped.append("\(DurableFolder.baseName(of: path)) fails verification: \(why)")
         }
+        guard let chosen else {
+            throw DatabaseError(code: .corrupt, message: "no backup in this folder passes verification, nothing restored: \(skipped.joined(separator: "; "))", path: request.backup)
+        }
+        let (backupPath, prepared) = chosen
+        defer { prepared.discard() }
+        request.backup = backupPath
+        let check = prepared.check
         let backup = try Connection(path: prepared.databasePath, mode: .readOnly, busyTimeout: 0, immutable: true)
         defer { try? backup.close() }
         let landed = try land(backup, into: request, targetExists: targetExists, progress: progress)
-        return RestoreOutcome(check: check, keptOld: landed.keptOld, replacedExisting: targetExists, inPlaceBecause: landed.inPlaceBecause)
+        return RestoreOutcome(check: check, keptOld: landed.keptOld, replacedExisting: targetExists, inPlaceBecause: landed.inPlaceBecause,
+                              backup: backupPath, skipped: skipped)
     }
 
     /// Where a restore left the old content, and why it wrote in place.

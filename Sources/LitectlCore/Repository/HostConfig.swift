@@ -99,7 +99,9 @@ public struct HostConfig: Sendable, Equatable {
             config.jobs = jobs
         }
         if let value = table["timeout"] {
-            guard let t = value.double ?? value.int.map(Double.init), t >= 0 else { throw fail("timeout must be a number of seconds, 0 or more", key: "timeout") }
+            guard let t = value.double ?? value.int.map(Double.init) ?? value.string.flatMap({ try? DurationText.seconds($0) }), t >= 0, t <= DurationText.longest else {
+                throw fail("timeout must be seconds (90) or a duration string (\"5m\", \"1h30m\"), 0 or more", key: "timeout")
+            }
             config.timeout = t
         }
         if let v = try string("verify") {

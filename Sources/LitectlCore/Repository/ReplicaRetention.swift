@@ -86,26 +86,10 @@ extension RepoForget {
         }
     }
 
-    /// `7d`, `36h`, `90m`, `45s`, `2w`, and sums of them (`1d12h`): seconds.
+    /// `7d`, `36h`, `90m`, `45s`, `2w`, and sums of them (`1d12h`): seconds
+    /// (`DurationText`; a number alone is refused: forget deletes).
     public static func parseDuration(_ text: String) throws -> Double {
-        var total = 0.0, number = "", any = false
-        for c in text.lowercased() {
-            if c.isNumber || c == "." { number.append(c); continue }
-            let unit: Double
-            switch c {
-            case "s": unit = 1
-            case "m": unit = 60
-            case "h": unit = 3600
-            case "d": unit = 86400
-            case "w": unit = 7 * 86400
-            case "y": unit = 365 * 86400
-            default: throw ValidationErrorText("\(text): not a duration like 7d, 36h, 90m or 1d12h")
-            }
-            guard let n = Double(number), n >= 0 else { throw ValidationErrorText("\(text): not a duration like 7d, 36h, 90m or 1d12h") }
-            total += n * unit; number = ""; any = true
-        }
-        guard any, number.isEmpty else { throw ValidationErrorText("\(text): not a duration like 7d, 36h, 90m or 1d12h (give a unit: s, m, h, d, w, y)") }
-        return total
+        try DurationText.seconds(text, bareNumbers: false)
     }
 }
 

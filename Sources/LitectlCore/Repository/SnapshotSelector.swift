@@ -38,38 +38,9 @@ public enum SnapshotSelector {
         return only
     }
 
-    /// UTC `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM`, `YYYY-MM-DDTHH:MM:SS` (a space for the T and a final Z are accepted);
-    /// a date alone means the end of that day.
+    /// The time `text` names (`MomentTime.parse`: RFC 3339, -10m, epoch
+    /// seconds; a date alone means the end of that day).
     public static func parseTime(_ text: String) throws -> Double {
-        var t = text.trimmingCharacters(in: .whitespaces)
-        if t.hasSuffix("Z") { t.removeLast() }
-        t = t.replacingOccurrences(of: " ", with: "T")
-        let parts = t.split(separator: "T", omittingEmptySubsequences: false)
-        let date = parts[0].split(separator: "-").compactMap { Int($0) }
-        let clockParts = parts.count > 1 ? parts[1].split(separator: ":", omittingEmptySubsequences: false) : []
-        // Seconds may carry a fraction (2026-11-24T10:00:00.123Z, as `snapshots` prints).
-        let fraction = clockParts.count == 3 ? Double("0" + (clockParts[2].drop { $0 != "." })) : 0
-        let fractionDigits = clockParts.count == 3 ? clockParts[2].drop { $0 != "." }.dropFirst().count : 0
-        let clock = clockParts.enumerated().compactMap { i, part in Int(i == 2 ? part.prefix { $0 != "." } : part) }
-        guard parts.count <= 2, date.count == 3, (1...12).contains(date[1]), (1...31).contains(date[2]),
-              parts.count == 1 || (2...3).contains(clock.count), clock.count == clockParts.count, let fraction, clock.allSatisfy({ $0 >= 0 && $0 < 60 }), clock.first.map({ $0 < 24 }) ?? true else {
-            throw ValidationErrorText("--at \(text): not a UTC time like 2026-11-24T10:00:00Z")
-        }
-        var tm = tm()
-        tm.tm_year = Int32(date[0] - 1900); tm.tm_mon = Int32(date[1] - 1); tm.tm_mday = Int32(date[2])
-        if clock.isEmpty { tm.tm_hour = 23; tm.tm_min = 59; tm.tm_sec = 59 }
-        else { tm.tm_hour = Int32(clock[0]); tm.tm_min = Int32(clock[1]); tm.tm_sec = Int32(clock.count > 2 ? clock[2] : 0) }
-        // The end of the unit given, to the microsecond (states are observed
-        // to the microsecond): a date means up to 23:59:59.999999, a minute up
-        // to :59.999999, a second up to .999999, .123 up to .123999, .000 up
-        // to .000999 (the end of its last digit).
-        let end = clock.isEmpty ? 0.999999 : (clock.count > 2 ? (fractionDigits > 0 ? fraction + max(0, pow(10, -Double(fractionDigits)) - 1e-6) : 0.999999) : 59.999999)
-        return Double(timegm(&tm)) + end
+        try MomentTime.parse(text)
     }
-}
-
-/// A usage error raised by the core (the CLI maps it to exit 64).
-public struct ValidationErrorText: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ text: String) { description = text }
 }

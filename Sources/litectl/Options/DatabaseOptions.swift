@@ -1,4 +1,4 @@
-// The one lock-wait option every command shares: --timeout SECONDS, for a
+// The one lock-wait option every command shares: --timeout DURATION, for a
 // lock another process holds on a database, a backup folder or a repository.
 // `--busy-timeout MS`, the spelling some commands had, stays as a hidden alias.
 import ArgumentParser
@@ -6,22 +6,21 @@ import LitectlCore
 
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
-        "Seconds to wait for a lock another process holds (on a database, a backup folder or a repository) before giving up (default: 5; backup, restore, migrate, forget, prune, replicate and repo upgrade: 60).",
-        valueName: "seconds"))
-    var timeout: Double?
+        "How long to wait for a lock another process holds (on a database, a backup folder or a repository) before giving up: seconds (2.5) or a duration (90s, 5m, 1h30m) (default: 5; backup, restore, migrate, forget, prune, replicate and repo upgrade: 60).",
+        valueName: "duration"), transform: DurationArgument.parse)
+    var timeout: DurationArgument?
 
     @Option(name: .customLong("busy-timeout"), parsing: .unconditional, help: .hidden)
     var busyTimeoutMilliseconds: Int?
 
     func validate() throws {
-        if let timeout, !(timeout >= 0) || !timeout.isFinite { throw ValidationError("--timeout must be 0 or more seconds.") }
         if let busyTimeoutMilliseconds, busyTimeoutMilliseconds < 0 { throw ValidationError("--busy-timeout must be 0 or more milliseconds.") }
         if timeout != nil && busyTimeoutMilliseconds != nil { throw ValidationError("Give --timeout (seconds), not also --busy-timeout.") }
     }
 
     /// The wait in seconds, `fallback` when none was given.
     func seconds(default fallback: Double) -> Double {
-        timeout ?? busyTimeoutMilliseconds.map { Double($0) / 1000 } ?? fallback
+        timeout?.seconds ?? busyTimeoutMilliseconds.map { Double($0) / 1000 } ?? fallback
     }
 
     /// The wait in milliseconds for SQLite's busy handler, `fallback` seconds

@@ -38,8 +38,9 @@ struct Forget: ParsableCommand {
     @OptionGroup var options: RepoOptions
     @OptionGroup var keep: KeepOptions
 
-    @Option(help: ArgumentHelp("Keep every snapshot of the last DURATION and every moment replicated in it (7d, 36h, 90m, 1d12h).", valueName: "duration"))
-    var keepWithin: String?
+    @Option(help: ArgumentHelp("Keep every snapshot of the last DURATION and every moment replicated in it (7d, 36h, 90m, 1d12h; a unit is needed here: a bare 7 is refused).", valueName: "duration"),
+            transform: DurationArgument.parseWithUnit)
+    var keepWithin: DurationArgument?
 
     @Flag(help: "Change nothing; list the snapshots that would be removed.")
     var dryRun = false
@@ -57,9 +58,6 @@ struct Forget: ParsableCommand {
     func validate() throws {
         try keep.check()
         if keep.policy.isEmpty && keepWithin == nil { throw ValidationError("Give at least one --keep-* option.") }
-        if let keepWithin {
-            do { _ = try RepoForget.parseDuration(keepWithin) } catch { throw ValidationError("--keep-within \(error)") }
-        }
     }
 
     func run() throws {
@@ -70,7 +68,7 @@ struct Forget: ParsableCommand {
             defer { lock?.release() }
             var damaged: [DamagedChain] = []
             let (decision, chains) = try RepoForget.decide(try repository.snapshots().snapshots, policy: keep.policy,
-                                                           within: try keepWithin.map(RepoForget.parseDuration),
+                                                           within: keepWithin?.seconds,
                                                            database: database, repository: repository) { damaged.append($0) }
             if !dryRun {
                 try RepoForget.remove(chains, from: repository)

@@ -40,6 +40,22 @@ struct Replicate: ParsableCommand {
             journal_mode=wal, or back them up with backup --repo). The repository must be \
             format version 4 (`litectl repo upgrade URL` upgrades a version-3 one).
 
+            --exec CMD runs the application as replicate's child, as Litestream's -exec \
+            does: CMD (through /bin/sh -c, with replicate's environment, folder and \
+            streams, every signal at its default) starts once every database is followed \
+            (a start that fails, such as a database not in WAL mode or another follower's \
+            lease, never runs it: exit 2). SIGTERM and SIGINT go to CMD; when CMD exits, \
+            whatever is committed is shipped and replicate exits with CMD's status (128 + N \
+            when a signal N ended it), or 2 when CMD exited 0 but not everything could be \
+            shipped within --stop-timeout. Replication that ends while CMD runs (every \
+            follower's lease taken over) leaves CMD running, said on stderr, as Litestream \
+            does. With a restore at boot (restore --if-db-not-exists --if-replica-exists) \
+            it is a container's whole entry point (docs/replicate.md).
+
+            Durations (--interval, --poll-interval, --fold-interval, --stop-timeout, \
+            --timeout) are seconds (0.5, 90) or numbers with units, largest first: 90s, \
+            250ms, 15m, 1h30m, 1d.
+
             One follower per database: each one's lease in the repository (30 s, renewed \
             every 10 s) is taken first; a second replicate of the same database waits up to \
             --timeout for it and exits 2 naming the running one (host, pid, since when). A \
@@ -68,14 +84,17 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Read the databases, repository and settings from this TOML file (the format of backup --config).", valueName: "file"))
     var config: String?
 
-    @Option(help: ArgumentHelp("Seconds between segments shipped.", valueName: "seconds"))
-    var interval: Double = 1
+    @Option(help: ArgumentHelp("Time between segments shipped: seconds (0.5) or a duration (2s, 1m) (default: 1s).", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var interval = DurationArgument(seconds: 1)
 
-    @Option(help: ArgumentHelp("Seconds between looks at each -wal: the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark.", valueName: "seconds"))
-    var pollInterval: Double = 0.1
+    @Option(help: ArgumentHelp("Time between looks at each -wal (seconds or a duration: 0.1, 100ms): the resolution of restores, and about half the longest an application's RESTART or TRUNCATE checkpoint waits for the read mark (default: 100ms).", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var pollInterval = DurationArgument(seconds: 0.1)
 
-    @Option(help: ArgumentHelp("Seconds between full snapshots that start a new chain (0: only on SIGUSR1).", valueName: "seconds"))
-    var foldInterval: Double = 3600
+    @Option(help: ArgumentHelp("Time between full snapshots that start a new chain (seconds or a duration: 3600, 1h, 1d; 0: only on SIGUSR1) (default: 1h).", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var foldInterval = DurationArgument(seconds: 3600)
 
     @Option(help: ArgumentHelp("Tag the snapshots it writes (repeatable).", valueName: "tag"))
     var tag: [String] = []
@@ -83,14 +102,18 @@ struct Replicate: ParsableCommand {
     @Option(help: ArgumentHelp("Write a Prometheus textfile here every interval.", valueName: "path"))
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp("Seconds a stop waits for the repository to take what is committed.", valueName: "seconds"))
-    var stopTimeout: Double = 60
+    @Option(help: ArgumentHelp("How long a stop waits for the repository to take what is committed (seconds or a duration: 60, 5m) (default: 60s).", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var stopTimeout = DurationArgument(seconds: 60)
 
     @Option(help: ArgumentHelp("When the follower checkpoints the -wal itself so that it restarts: auto, as the application's own checkpoints would without the follower (once one was held back by the read mark with the -wal at 1000 frames or more, and at 32 MiB in any case); N, once it holds N frames; 0, never (the -wal then grows until the application runs a RESTART or TRUNCATE checkpoint).", valueName: "auto|frames"))
     var checkpointFrames = CheckpointFrames.auto
 
     @Option(help: ArgumentHelp("Segments after which the recent ones are gathered into one (and at a stop, those since the last), their pages stored again side by side from a spool in $TMPDIR, on a thread of its own (2 or more).", valueName: "n"))
     var gatherEvery = 60
+
+    @Option(name: .customLong("exec"), help: ArgumentHelp("Run CMD (through /bin/sh -c) once every database is followed, forward SIGTERM and SIGINT to it, and when it exits ship what is committed and exit with its status.", valueName: "cmd"))
+    var execCommand: String?
 
     @OptionGroup var voice: VoiceOptions
 
@@ -100,11 +123,8 @@ struct Replicate: ParsableCommand {
         if config == nil && paths.isEmpty { throw ValidationError("Give the databases to follow, or --config FILE.") }
         if config != nil && !paths.isEmpty { throw ValidationError("Give databases or --config, not both.") }
         if config == nil && !repository.isGiven { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
-        guard interval > 0, pollInterval > 0, pollInterval <= interval else {
+        guard interval.seconds > 0, pollInterval.seconds > 0, pollInterval.seconds <= interval.seconds else {
             throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
-        }
-        guard foldInterval >= 0, stopTimeout >= 0 else {
-            throw ValidationError("--fold-interval and --stop-timeout must be 0 or more.")
         }
         guard gatherEvery >= 2 else { throw ValidationError("--gather-every must be 2 or more.") }
     }
@@ -113,16 +133,17 @@ struct Replicate: ParsableCommand {
         var settings = ReplicateSettings()
         settings.location = repository.location
         settings.sources = paths
-        settings.options.interval = interval
-        settings.options.poll = pollInterval
-        settings.options.foldInterval = foldInterval
+        settings.options.interval = interval.seconds
+        settings.options.poll = pollInterval.seconds
+        settings.options.foldInterval = foldInterval.seconds
         settings.options.tags = tag
         settings.options.metricsFile = metricsFile
-        settings.options.stopTimeout = stopTimeout
+        settings.options.stopTimeout = stopTimeout.seconds
         settings.options.checkpoint = checkpointFrames.policy
         settings.options.mergeEvery = gatherEvery
         settings.options.lockTimeout = lockWait.seconds(default: 60)
         let replicator: Replicator
+        var supervisor: ExecSupervisor?
         do {
             if let config {
                 settings = ReplicateSettings.merging(config: try HostConfig.load(path: config), commandLine: settings,
@@ -130,29 +151,41 @@ struct Replicate: ParsableCommand {
                 for pattern in settings.unmatched { printError("\(config): \(pattern): no database matches") }
                 if settings.sources.isEmpty { throw StoreError(.other, location: config, message: "no database to follow") }
             }
+            supervisor = execCommand.map { ExecSupervisor(command: $0, sources: settings.sources) }
             settings.options.otherInputs = [settings.location.keyFile, settings.location.passphraseFile, config].compactMap { $0 }
             let repo = try RepoOptions.open(settings.location, quiet: voice.quiet)
             let voice = self.voice
+            let observer = supervisor
             replicator = Replicator(sources: settings.sources, repository: repo, options: settings.options) { event in
+                observer?.observe(event)
                 Self.report(event, voice: voice)
             }
         } catch {
             throw fail(error)
         }
-        // SIGTERM and SIGINT ask for a clean stop; SIGUSR1 for a fold. (A
-        // parent may have left them blocked, which a child inherits.)
+        // SIGTERM and SIGINT ask for a clean stop (with --exec: go to the
+        // child, whose exit stops replicate); SIGUSR1 for a fold. (A parent
+        // may have left them blocked, which a child inherits.)
         var handled = sigset_t()
         sigemptyset(&handled)
         for s in [SIGTERM, SIGINT, SIGUSR1] { sigaddset(&handled, s) }
         pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         let queue = DispatchQueue(label: "litectl-signals")
         var sources_: [DispatchSourceSignal] = []
-        for (signal, action) in [(SIGTERM, { replicator.stop() }), (SIGINT, { replicator.stop() }), (SIGUSR1, { replicator.foldNow() })] {
+        let child = supervisor
+        let stop: @Sendable (Int32) -> Void = { signal in if child?.forward(signal) != true { replicator.stop() } }
+        for (signal, action) in [(SIGTERM, { stop(SIGTERM) }), (SIGINT, { stop(SIGINT) }), (SIGUSR1, { replicator.foldNow() })] {
             Foundation.signal(signal, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler(handler: action)
             source.resume()
             sources_.append(source)
+        }
+        if let supervisor {
+            let status = supervisor.run(replicator, voice: voice)
+            withExtendedLifetime(sources_) {}
+            if status != 0 { throw ExitCode(status) }
+            return
         }
         let complete: Bool
         do { complete = try replicator.run() } catch { throw fail(error) }

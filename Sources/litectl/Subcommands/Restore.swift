@@ -43,7 +43,11 @@ struct Restore: ParsableCommand {
             
             With --repo URL, BACKUP names a snapshot: an id (any unique prefix) or latest, \
             with --db NAME (the database's file name or path) and --at TIME (the newest \
-            snapshot at or before TIME, UTC). The file is rebuilt in a temporary file beside \
+            snapshot or replicated state at or before TIME). TIME is RFC 3339 with Z or an \
+            offset (2026-12-07T09:00:00+01:00; fractions of a second allowed; without a \
+            zone, UTC), a date (up to its end), a time before now (-10m, -2h, -1d, -1h30m; \
+            --at -10m works as --at=-10m does), or epoch seconds (1765098000); a time written \
+            to the second means up to the end of that second. The file is rebuilt in a temporary file beside \
             TARGET, then each page is checked against its id and the ids' SHA-256 against \
             the snapshot's (the file's SHA-256 for snapshots of repositories before version \
             3), and its logical hash against the snapshot's (a damaged page names its \
@@ -57,13 +61,28 @@ struct Restore: ParsableCommand {
             docs/repository.md, installed as /usr/local/share/doc/litectl/repository.md; LITECTL_CACHE_DIR= decodes every row). --json prints what \
             was restored.
             
+            A folder as BACKUP holds backups as backup DB FOLDER/ writes them \
+            (NAME-<UTC time>.db[.gz], each with its manifest): the newest backup of --db \
+            (its file name, app.db, or its path; not needed when the folder holds one \
+            database's backups), started at or before --at when given, that passes \
+            verification is restored; newer ones that fail are passed over with a warning \
+            naming them (-v and --json name the one restored).
+
+            For a container that restores at boot: --if-db-not-exists does nothing and exits \
+            0 when TARGET exists (the application's data is never overwritten; -v says so), \
+            and --if-replica-exists does nothing and exits 0 when there is nothing to \
+            restore yet (no snapshot of --db in the repository, no backup of it in the \
+            folder, no backup file; -v says so), as Litestream's -if-db-not-exists and \
+            -if-replica-exists do. A repository or folder that cannot be read stays an \
+            error (exit 2). docs/repo.md shows the boot-time recipe with replicate --exec.
+
             A restore killed with SIGKILL leaves its hidden temporary file \
             (.TARGET.tmp-* or .TARGET.before-restore-*.tmp-*) beside TARGET; the next \
             restore of that TARGET removes it (only such files of that TARGET, and only \
             when the process that made them is gone).
             """)
 
-    @Argument(help: ArgumentHelp("The backup file (with --repo: a snapshot id or prefix, or latest).", valueName: "backup"))
+    @Argument(help: ArgumentHelp("The backup file, or a folder of backups (the newest one of --db that passes verification); with --repo: a snapshot id or prefix, or latest.", valueName: "backup"))
     var backup: String
 
     @Argument(help: ArgumentHelp("The database to restore into.", valueName: "target"))
@@ -71,14 +90,22 @@ struct Restore: ParsableCommand {
 
     @OptionGroup(title: "Repository") var repository: RepoOptions
 
-    @Option(help: ArgumentHelp("With --repo and latest: the newest snapshot of this database (name or path).", valueName: "name"))
+    @Option(help: ArgumentHelp("With --repo and latest, or a folder of backups: the newest snapshot or backup of this database (its file name or path).", valueName: "name"))
     var db: String?
 
-    @Option(help: ArgumentHelp("With --repo and latest: the newest snapshot taken at or before TIME (UTC: 2026-11-24, 2026-11-24T10:00, 2026-11-24T10:00:00Z).", valueName: "time"))
-    var at: String?
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("With --repo and latest: the newest state at or before TIME (of a folder of backups: the newest backup started at or before TIME): RFC 3339 with Z or an offset (2026-12-07T09:00:00Z, 2026-12-07T09:00:00.5+01:00; without one, UTC), a date (its end), a time before now (-10m, -2h, -1d, -1h30m: --at -10m and --at=-10m alike), or epoch seconds (1765098000).", valueName: "time"),
+            transform: MomentArgument.parse)
+    var at: MomentArgument?
 
     @Flag(help: "Overwrite an existing TARGET.")
     var force = false
+
+    @Flag(help: "Do nothing and exit 0 when TARGET exists (-v says so): a restore at boot, before the application starts.")
+    var ifDbNotExists = false
+
+    @Flag(help: "Do nothing and exit 0 when there is no backup to restore: no snapshot of the database in the repository, no backup of it in the folder, no backup file (-v says so). A repository that cannot be opened is still an error.")
+    var ifReplicaExists = false
 
     @Flag(help: "With --force, do not keep TARGET's old content.")
     var noKeep = false
@@ -103,16 +130,39 @@ struct Restore: ParsableCommand {
         if noKeep && !force { throw ValidationError("--no-keep only applies with --force.") }
         if inPlace && !force { throw ValidationError("--in-place only applies with --force.") }
         if quick && verify != nil { throw ValidationError("--quick is --verify quick: give one of them.") }
+        if ifDbNotExists && force { throw ValidationError("--if-db-not-exists leaves an existing TARGET alone, --force overwrites it: give one of them.") }
         if !repository.isGiven { try repository.requireNoRepositoryOptions() }
     }
 
     func run() throws {
         Interruption.install(naming: target)
+        // A restore at boot: an existing TARGET is the application's own data.
+        if ifDbNotExists && DurableFolder.exists(target) {
+            if verbose { printOut("\(target) exists: nothing restored (--if-db-not-exists)") }
+            return
+        }
         if repository.isGiven { return try runRepository() }
-        if db != nil || at != nil {
-            printError("--db and --at select a snapshot: they need --repo"); throw ExitCode(64)
+        let fromFolder = DurableFolder.isFolder(backup)
+        if (db != nil || at != nil) && !fromFolder {
+            printError("--db and --at select a snapshot or a backup of a folder: they need --repo, or a folder as BACKUP"); throw ExitCode(64)
+        }
+        if ifReplicaExists {
+            // No backup to restore: nothing to do (a folder that cannot be
+            // read, or several databases without --db, are still errors).
+            var none = !DurableFolder.exists(backup)
+            if fromFolder {
+                do { none = try BackupFolderChoice.candidates(in: backup, database: db, at: at?.seconds).isEmpty } catch {
+                    printError(describe(error)); throw ExitStatus.error
+                }
+            }
+            if none {
+                if verbose { printOut("\(backup): \(fromFolder ? BackupFolderChoice.noneMessage(database: db, at: at?.seconds) : "no such backup"): nothing restored (--if-replica-exists)") }
+                return
+            }
         }
         var request = RestoreRequest(backup: backup, target: target)
+        request.database = db
+        request.at = at?.seconds
         request.force = force
         request.keepOld = !noKeep
         request.inPlace = inPlace
@@ -125,7 +175,7 @@ struct Restore: ParsableCommand {
             bar.clear()
             if json {
                 let check = outcome.check
-                printExact(JSON.object([("backup", .string(backup)), ("target", .string(target)),
+                printExact(JSON.object([("backup", .string(outcome.backup)), ("target", .string(target)),
                                         ("sha256", .string(check.sha256)), ("sha256_matches", .optional(check.sha256Matches) { .bool($0) }),
                                         ("check", .string(check.checkMode == .full ? "integrity_check" : "quick_check")),
                                         ("replaced_existing", .bool(outcome.replacedExisting)),
@@ -133,8 +183,9 @@ struct Restore: ParsableCommand {
                                         ("in_place_because", .optional(outcome.inPlaceBecause) { .string($0) })]).compact)
             } else if verbose {
                 if let kept = outcome.keptOld { printOut("kept the old content of \(target) as \(kept)") }
-                printOut("restored \(backup) into \(target)" + Self.how(outcome.replacedExisting, outcome.inPlaceBecause))
+                printOut("restored \(outcome.backup) into \(target)" + Self.how(outcome.replacedExisting, outcome.inPlaceBecause))
             }
+            if !voice.quiet { for skipped in outcome.skipped { printError("warning: passed over \(skipped)") } }
         } catch {
             bar.clear()
             printError(describe(error))
@@ -153,9 +204,17 @@ struct Restore: ParsableCommand {
         do {
             let repo = try repository.open(quiet: voice.quiet)
             let snapshots = try repo.snapshots().snapshots
+            if ifReplicaExists {
+                // No such snapshot, or none of the database: nothing to restore yet.
+                do { _ = try SnapshotSelector.select(backup, from: snapshots, database: db, at: nil, location: repo.location) } catch let error as StoreError where error.kind == .notFound {
+                    bar.clear()
+                    if verbose { printOut("\(error.description): nothing restored (--if-replica-exists)") }
+                    return
+                }
+            }
             // The newest snapshot or replicated state at or before --at.
             let quiet = voice.quiet
-            let point = try ReplicaSelector.select(backup, from: snapshots, database: db, at: at.map(SnapshotSelector.parseTime),
+            let point = try ReplicaSelector.select(backup, from: snapshots, database: db, at: at?.seconds,
                                                    repository: repo, note: { if !quiet { printError("warning: " + $0) } })
             var request = try point.request(target: target, repository: repo)
             request.otherInputs = [repository.keyFile, repository.passphraseFile].compactMap { $0 }
