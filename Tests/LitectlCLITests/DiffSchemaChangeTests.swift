@@ -261,9 +261,13 @@ func reportedChanges(_ jsonl: String, table: String, key: [String]) throws -> Ch
         Change(name: "combined-alter", sql: "ALTER TABLE t RENAME COLUMN a TO a2; ALTER TABLE t DROP COLUMN d; ALTER TABLE t ADD COLUMN f INTEGER DEFAULT 7;",
                columns: base(except: ["d"], renaming: ["a": "a2"], adding: [("f", "7")]), dropped: ["d"], altered: true),
         // A column renamed and moved is, to the pairing, one dropped and one added.
-        Change(name: "combined-rebuild", sql: rebuild("id INTEGER PRIMARY KEY, title TEXT, c REAL, b TEXT, d BLOB, e TEXT COLLATE NOCASE, g DEFAULT 1.5",
+        Change(name: "combined-rebuild", sql: rebuild("id INTEGER PRIMARY KEY, c REAL, title TEXT, b TEXT, d BLOB, e TEXT COLLATE NOCASE, g DEFAULT 1.5",
                                                       "id, c, title, b, d, e", "id, c, a, b, d, e"),
                columns: base(except: ["a"], adding: [("title", "NULL"), ("g", "1.5")]), dropped: ["a"], altered: false),
+        // Renamed in place while other columns changed type: still one column (its values compared as such).
+        Change(name: "rename-and-retype", sql: rebuild("id INTEGER PRIMARY KEY, title TEXT, b TEXT, c REAL, d BLOB, e TEXT COLLATE NOCASE",
+                                                       "id, title, b, c, d, e", "id, a, b, c, d, e"),
+               columns: base(renaming: ["a": "title"]), altered: false),
     ]
 
     static let baseSchema = """
