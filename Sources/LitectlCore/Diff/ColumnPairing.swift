@@ -80,17 +80,55 @@ public struct ColumnPairing: Sendable {
 /// existing row is the default", https://www.sqlite.org/lang_altertable.html).
 /// A default SQLite cannot evaluate here is taken as NULL.
 func addedColumnValue(_ column: Column) -> Value {
-    guard let defaultSQL = column.defaultSQL else { return .null }
-    guard let scratch = try? Connection(inMemory: Connection.defaultBusyTimeout) else { return .null }
-    defer { try? scratch.close() }
+    guard let defaultSQL = column.defaultSQL, let scratch = try? ScratchSchema() else { return .null }
+    defer { scratch.close() }
     let type = column.declaredType.isEmpty ? "" : " " + column.declaredType
-    let create = "CREATE TABLE litectl_default(litectl_rowid INTEGER PRIMARY KEY, c\(type) DEFAULT \(defaultSQL))"
-    if (try? scratch.execute(create + "; INSERT INTO litectl_default(litectl_rowid) VALUES(1);")) != nil,
-       let value = try? scratch.scalar("SELECT c FROM litectl_default") {
+    if (try? scratch.run("CREATE TABLE litectl_default(litectl_rowid INTEGER PRIMARY KEY, c\(type) DEFAULT \(defaultSQL))")) != nil,
+       (try? scratch.run("INSERT INTO litectl_default(litectl_rowid) VALUES(1)")) != nil,
+       let value = try? scratch.connection.scalar("SELECT c FROM litectl_default") {
         return value ?? .null
     }
-    if let value = try? scratch.scalar("SELECT (\(defaultSQL))") { return value ?? .null }
+    if let value = try? scratch.connection.scalar("SELECT (\(defaultSQL))") { return value ?? .null }
     return .null
+}
+
+/// A scratch in-memory database for trying a database's own schema text:
+/// text from a hostile file must not reach past it, so each statement runs
+/// alone (text after it is refused, never run), ATTACH is off (no file is
+/// ever opened or made: VACUUM INTO and ATTACH need one), and values stay
+/// small (a DEFAULT of zeroblob(1e9) fails instead of taking a gigabyte).
+final class ScratchSchema {
+    let connection: Connection
+
+    init() throws {
+        connection = try Connection(inMemory: Connection.defaultBusyTimeout)
+        sqlite3_limit(connection.rawHandle, SQLITE_LIMIT_ATTACHED, 0)
+        sqlite3_limit(connection.rawHandle, SQLITE_LIMIT_LENGTH, 1 << 24)
+        try run("PRAGMA foreign_keys=OFF")
+    }
+
+    /// Runs exactly one statement: `sql` must hold nothing after it but blanks and a `;`.
+    func run(_ sql: String) throws {
+        var statement: OpaquePointer?
+        var tailText = ""
+        let rc = sql.withCString { text -> Int32 in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v2(connection.rawHandle, text, -1, &statement, &tail)
+            if let tail { tailText = String(cString: tail) }
+            return rc
+        }
+        defer { sqlite3_finalize(statement) }
+        guard rc == SQLITE_OK, statement != nil,
+              tailText.utf8.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D, 0x0C, UInt8(ascii: ";")].contains($0) }),
+              sqlite3_stmt_isexplain(statement) == 0 else {
+            throw DatabaseError(code: .error, message: "not one statement")
+        }
+        var step = sqlite3_step(statement)
+        while step == SQLITE_ROW { step = sqlite3_step(statement) }
+        guard step == SQLITE_DONE else { throw DatabaseError(code: .error, message: "statement failed") }
+    }
+
+    func close() { try? connection.close() }
 }
 
 /// The top-level parts of a CREATE TABLE statement's parenthesized list (the
@@ -197,14 +235,14 @@ func alterationStatements(_ a: Table, _ b: Table, _ pairing: ColumnPairing) -> [
         if renames.isEmpty { break }
     }
     for statements in candidates where !statements.isEmpty {
-        guard let scratch = try? Connection(inMemory: Connection.defaultBusyTimeout) else { return nil }
-        defer { try? scratch.close() }
+        // Each statement must be one statement alone: it goes into the patch as written.
+        guard let scratch = try? ScratchSchema() else { return nil }
+        defer { scratch.close() }
         do {
-            try scratch.execute("PRAGMA foreign_keys=OFF;")
-            try scratch.execute(sqlA + ";")
-            for statement in statements { try scratch.execute(statement) }
-            guard case .text(let bytes)? = try scratch.scalar("SELECT sql FROM sqlite_schema WHERE type='table' AND name=?",
-                                                              [.text(Array(a.name.utf8))]) else { continue }
+            try scratch.run(sqlA)
+            for statement in statements { try scratch.run(statement) }
+            guard case .text(let bytes)? = try scratch.connection.scalar("SELECT sql FROM sqlite_schema WHERE type='table' AND name=?",
+                                                                         [.text(Array(a.name.utf8))]) else { continue }
             if normalizeSQL(String(decoding: bytes, as: UTF8.self)) == target { return statements }
         } catch {
             continue
