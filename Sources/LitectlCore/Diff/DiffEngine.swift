@@ -61,6 +61,9 @@ public enum DiffEngine {
 
     static func run(_ a: Connection, _ b: Connection, options: DiffOptions, consumer: DiffConsumer,
                     pages: DiffPages? = nil, progress: DiffProgress? = nil) throws -> DiffSummary {
+        var options = options
+        // A --data-only patch changes no schema: it writes the columns both sides name alike.
+        options.compareAcrossColumns = !(consumer.rebuildsChangedTables && options.dataOnly)
         let comparison = try SchemaComparison(a: try a.readSchema(), b: try b.readSchema(), connectionA: a, connectionB: b,
                                               options: options)
         try consumer.begin(comparison)
@@ -71,7 +74,11 @@ public enum DiffEngine {
             var work: [(a: Table?, b: Table?, rebuild: Bool)] = []
             for pair in comparison.sameTables { work.append((pair.a, pair.b, false)) }
             for pair in comparison.changedTables {
-                work.append(consumer.rebuildsChangedTables && !options.dataOnly ? (nil, pair.b, true) : (pair.a, pair.b, false))
+                // A patch rebuilds a table that no ALTER TABLE turns into B's;
+                // the others are compared row by row on every column.
+                let rebuild = consumer.rebuildsChangedTables && !options.dataOnly
+                    && comparison.alterations[sqlNameKey(pair.b.name)] == nil
+                work.append(rebuild ? (nil, pair.b, true) : (pair.a, pair.b, false))
             }
             if !options.dataOnly {
                 for table in comparison.addedTables { work.append((nil, table, false)) }
@@ -118,23 +125,40 @@ public enum DiffEngine {
     static func plan(_ a: Table?, _ b: Table?, options: DiffOptions, keylessMode: MatchMode? = nil) throws -> TablePlan {
         let reference = (b ?? a)!
         let both = [a, b].compactMap { $0 }
-        // Columns present on both sides (all of B's when A is absent), in B's order.
+        // Columns present on both sides (all of B's when A is absent), in B's
+        // order; across a rename, addition or drop of columns, all of them
+        // (B's, then those dropped), each side read by its own names.
         var columns = reference.contentColumns
+        var across: AcrossColumns? = nil
+        var keyOfA: [String]? = a?.primaryKey.map(\.name)
         if let a, let b {
             let namesA = Set(a.contentColumns.map { sqlNameKey($0.name) })
             columns = b.contentColumns.filter { namesA.contains(sqlNameKey($0.name)) }
+            if options.compareAcrossColumns && namesA != Set(b.contentColumns.map { sqlNameKey($0.name) }) {
+                let pairing = ColumnPairing.pair(a, b)
+                let absent = pairing.entries.map { entry -> Value in
+                    guard entry.kind == .added, let column = b.columns.first(where: { $0.name == entry.nameB! }) else { return .null }
+                    return addedColumnValue(column)
+                }
+                across = AcrossColumns(namesA: pairing.entries.map(\.nameA), namesB: pairing.entries.map(\.nameB),
+                                       absentValues: absent, pairing: pairing)
+                keyOfA = pairing.primaryKeyOfA(a)
+            }
         }
         let ignored = Set(options.ignoredColumns.compactMap { spec -> [UInt8]? in
             guard let dot = spec.lastIndex(of: ".") else { return nil }
             return sameSQLName(String(spec[..<dot]), reference.name) ? sqlNameKey(String(spec[spec.index(after: dot)...])) : nil
         })
-        var names = columns.map(\.name)
+        var names = across.map { $0.pairing.entries.map(\.name) } ?? columns.map(\.name)
         var keyNames: [String] = []
         var mode: MatchMode = .key
         var rowidColumn: String? = nil
         let isVirtual = reference.kind == .virtual
         let userKey = options.keys.first { sameSQLName($0.key, reference.name) }?.value
-        let declaredKeys = both.map { $0.primaryKey.map { sqlNameKey($0.name) } }
+        // A's key in B's names (a renamed key column is the same key).
+        var declaredKeys: [[[UInt8]]] = []
+        if a != nil { declaredKeys.append((keyOfA ?? []).map { sqlNameKey($0) }) }
+        if let b { declaredKeys.append(b.primaryKey.map { sqlNameKey($0.name) }) }
         let sameKey = declaredKeys.allSatisfy { $0 == declaredKeys[0] } && !declaredKeys[0].isEmpty
         let rowidTables = both.allSatisfy { !$0.withoutRowid }
         if let userKey {
@@ -154,6 +178,9 @@ public enum DiffEngine {
             let name = rowidName(both)
             rowidColumn = name
             names.insert(name, at: 0)
+            across?.namesA.insert(name, at: 0)
+            across?.namesB.insert(name, at: 0)
+            across?.absentValues.insert(.null, at: 0)
         }
         let lowered = names.map(sqlNameKey)
         var keyIndexes: [Int] = []
@@ -170,11 +197,16 @@ public enum DiffEngine {
         case .multiset:
             keyIndexes = names.indices.filter { !ignored.contains(lowered[$0]) }
         }
+        if let across, mode != .multiset {
+            for i in keyIndexes where across.namesA[i] == nil || across.namesB[i] == nil {
+                throw DatabaseError(code: .error, message: "table \(reference.name): key column \(names[i]) is not in both databases")
+            }
+        }
         let keySet = Set(keyIndexes)
         let compared = names.indices.filter { !keySet.contains($0) && !ignored.contains(lowered[$0]) }
         return TablePlan(name: reference.name, columns: names, keyIndexes: keyIndexes, comparedIndexes: compared, mode: mode,
                          rowidColumn: rowidColumn, onlyInB: a == nil, onlyInA: b == nil, isVirtual: isVirtual,
-                         userKey: userKey != nil)
+                         userKey: userKey != nil, across: across)
     }
 
     /// SELECT of the plan's columns from `table`, ordered by the key under
@@ -191,12 +223,16 @@ public enum DiffEngine {
     /// one order, so rows the key leaves in a tie (a multiset's equal rows)
     /// are ordered by the rowid last.
     static func selectParts(_ plan: TablePlan, where filter: String? = nil, columnLimit: Int) -> (columns: [String], tail: String) {
-        let list = plan.columns.enumerated().map { i, name in
-            i == 0 && plan.rowidColumn != nil ? name : quoteIdentifier(name)
+        func expression(_ i: Int) -> String {
+            if i == 0 && plan.rowidColumn != nil { return plan.columns[0] }
+            guard let across = plan.across, let side = plan.readSide else { return quoteIdentifier(plan.columns[i]) }
+            // A column the side lacks reads as the value its rows are taken to hold (bound).
+            return (side == .a ? across.namesA[i] : across.namesB[i]).map(quoteIdentifier) ?? absentParameter(i)
         }
+        let list = plan.columns.indices.map(expression)
         var order: [String] = []
         for i in plan.keyIndexes {
-            let column = i == 0 && plan.rowidColumn != nil ? plan.columns[0] : quoteIdentifier(plan.columns[i])
+            let column = expression(i)
             if plan.rowidColumn != nil && i == 0 { order.append(column); continue }
             order.append(column + " COLLATE BINARY")
             if plan.mode == .multiset || plan.userKey { order.append("typeof(\(column))") }
@@ -204,7 +240,7 @@ public enum DiffEngine {
         // SQLite takes as many ORDER BY terms as result columns (SQLITE_MAX_COLUMN).
         let split = list.count > columnLimit
         let termLimit = min(columnLimit, 2000) - (split ? 1 : 0)
-        if order.count > termLimit { order = plan.keyIndexes.prefix(termLimit).map { quoteIdentifier(plan.columns[$0]) + " COLLATE BINARY" } }
+        if order.count > termLimit { order = plan.keyIndexes.prefix(termLimit).map { expression($0) + " COLLATE BINARY" } }
         if split, let rowid = plan.rowidColumn, plan.mode != .rowid { order.append(rowid) }
         let tail = " FROM \(quoteIdentifier(plan.name))" + (filter.map { " WHERE " + $0 } ?? "")
             + (order.isEmpty ? "" : " ORDER BY " + order.joined(separator: ", "))
@@ -215,21 +251,38 @@ public enum DiffEngine {
     /// row is wider than SQLite returns at once.
     static func prepareRows(_ connection: Connection, _ plan: TablePlan, where filter: String? = nil) throws -> WideSelect {
         let parts = selectParts(plan, where: filter, columnLimit: connection.columnLimit)
-        return try WideSelect(connection, columns: parts.columns, tail: parts.tail)
+        let select = try WideSelect(connection, columns: parts.columns, tail: parts.tail)
+        if let across = plan.across, let side = plan.readSide {
+            let names = side == .a ? across.namesA : across.namesB
+            for i in names.indices where names[i] == nil {
+                try select.bind { statement in
+                    if sqlite3_bind_parameter_index(statement.handle, absentParameter(i)) > 0 {
+                        try statement.bind(across.absentValues[i], named: absentParameter(i))
+                    }
+                }
+            }
+        }
+        return select
     }
+
+    /// The parameter a side's statement selects for plan column `i`, which that side lacks.
+    static func absentParameter(_ i: Int) -> String { ":litectl_absent_\(i)" }
 
     // MARK: Merging
 
     static func diffTable(_ ca: Connection, _ ta: Table?, _ cb: Connection, _ tb: Table?, options: DiffOptions,
-                          consumer: DiffConsumer, shortcut: TableShortcut? = nil, pages: DiffPages? = nil,
+                          consumer: DiffConsumer, shortcut given: TableShortcut? = nil, pages: DiffPages? = nil,
                           progress: DiffProgress? = nil) throws -> ChangeCounts {
-        let sources = pages?.sources(ta, tb)
         let reference = (tb ?? ta)!
         if let problem = reference.problem {
             throw DatabaseError(code: .error, message: "cannot read table \(reference.name): \(problem)")
         }
         var options = options
         var plan = try plan(ta, tb, options: options)
+        // Columns read by different names on each side: statements read them,
+        // every row (pages and shared ranges are matched by one column list).
+        let sources = plan.across == nil ? pages?.sources(ta, tb) : nil
+        let shortcut = plan.across == nil ? given : nil
         if plan.userKey && consumer.wantsRowidsForKeylessTables && !(ta?.withoutRowid ?? false) && !(tb?.withoutRowid ?? false) {
             // A patch cannot address rows by a --key that may repeat: tables
             // without a primary key are written by rowid whatever --key says.
@@ -344,6 +397,9 @@ public enum DiffEngine {
             multiset.columns.insert(rowid, at: 0)
             multiset.keyIndexes = multiset.keyIndexes.map { $0 + 1 }
             multiset.rowidColumn = rowid
+            multiset.across?.namesA.insert(rowid, at: 0)
+            multiset.across?.namesB.insert(rowid, at: 0)
+            multiset.across?.absentValues.insert(.null, at: 0)
         }
         let filter = plan.keyIndexes.map { quoteIdentifier(plan.columns[$0]) + " IS NULL" }.joined(separator: " OR ")
         return (multiset, "(" + filter + ")")
@@ -384,9 +440,9 @@ public enum DiffEngine {
                                   stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: false,
                                   checkOrder: checkOrder, paths: (ca.path, cb.path), progress: progress)
         }
-        let sa = try ca.map { try stream($0, plan, reading, filter: filter, pages: sources?.a) }
+        let sa = try ca.map { try stream($0, plan.reading(.a), reading, filter: filter, pages: sources?.a) }
         defer { sa?.close() }
-        let sb = try cb.map { try stream($0, plan, reading, filter: filter, pages: sources?.b) }
+        let sb = try cb.map { try stream($0, plan.reading(.b), reading, filter: filter, pages: sources?.b) }
         defer { sb?.close() }
         return try mergeSides(sa, sb, plan: plan, keys: plan.keyIndexes, consumer: consumer,
                               stopAtFirstDifference: stopAtFirstDifference, skippingNullKeys: skippingNullKeys,

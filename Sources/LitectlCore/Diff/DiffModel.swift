@@ -30,6 +30,10 @@ public struct DiffOptions: Sendable {
     public var compareRecords = true
     /// Threads that read each side's pages (0: half the cores, at least 1, at most 4).
     public var threadsPerSide = 0
+    /// Compare a table whose columns were renamed, added or dropped on all
+    /// its columns (see `AcrossColumns`); false: on the columns both sides
+    /// name alike (what a --data-only patch, which changes no schema, writes).
+    var compareAcrossColumns = true
     public init() {}
 }
 
@@ -65,6 +69,38 @@ public struct TablePlan: Sendable {
     public var isVirtual = false
     /// True when the key came from `--key` (it may repeat; rows are paired in order).
     public var userKey = false
+    /// For a table whose columns changed other than in order, type or
+    /// constraints (renamed, added, dropped): what each column is on each side.
+    public var across: AcrossColumns?
+    /// Which side a statement reading `across` columns selects for (see `reading(_:)`).
+    var readSide: DiffSide?
+
+    /// The plan as read from one side: `across` columns by that side's names,
+    /// the others as the value that side's rows are taken to hold.
+    func reading(_ side: DiffSide) -> TablePlan {
+        guard across != nil else { return self }
+        var plan = self
+        plan.readSide = side
+        return plan
+    }
+
+    /// True when column `i` exists in B (a patch can write it).
+    public func inB(_ i: Int) -> Bool { across?.namesB[i] != nil || across == nil }
+    /// True when column `i` exists in A.
+    public func inA(_ i: Int) -> Bool { across?.namesA[i] != nil || across == nil }
+}
+
+public enum DiffSide: Sendable { case a, b }
+
+/// The columns of a table compared across a change of its columns: per
+/// plan column, its name in A and in B (nil: not on that side), and the
+/// value a side without it is taken to hold (an added column: B's DEFAULT,
+/// as SQLite gives A's rows on ADD COLUMN; a dropped column: NULL).
+public struct AcrossColumns: Sendable {
+    public var namesA: [String?]
+    public var namesB: [String?]
+    public var absentValues: [Value]
+    public var pairing: ColumnPairing
 }
 
 extension TablePlan {

@@ -27,12 +27,18 @@ public final class DiffReportWriter: DiffConsumer {
     var rowsShown = 0
     /// The most changed rows shown per table in text mode (the counts are exact).
     public var rowLimit: Int
+    /// The cut `diff` makes on a terminal.
+    public static let terminalValueLimit = 200
+    /// Text mode: a value whose shown form is longer than this many
+    /// characters is cut there and marked with its full size (nil: shown whole).
+    public var valueLimit: Int?
 
-    public init(sink: ByteSink, style: DiffReportStyle, colour: Bool = false, rowLimit: Int = 1_000) {
+    public init(sink: ByteSink, style: DiffReportStyle, colour: Bool = false, rowLimit: Int = 1_000, valueLimit: Int? = nil) {
         self.sink = sink
         self.style = style
         self.colour = colour
         self.rowLimit = rowLimit
+        self.valueLimit = valueLimit
     }
 
     public var rebuildsChangedTables: Bool { false }
@@ -88,10 +94,14 @@ public final class DiffReportWriter: DiffConsumer {
             appendColumnsObject(plan, (old ?? new)!, plan.keyIndexes)
         }
         let shown = operation == "update" ? changed : Array(plan.columns.indices)
+        // Across a change of columns, `old` holds A's columns (an added one
+        // as the DEFAULT A's rows take on ADD COLUMN) and `new` B's only.
         out.append(contentsOf: ",\"old\":".utf8)
-        if let old { appendColumnsObject(plan, old, shown) } else { out.append(contentsOf: "null".utf8) }
+        if let old {
+            appendColumnsObject(plan, old, operation == "update" ? shown : shown.filter { plan.inA($0) })
+        } else { out.append(contentsOf: "null".utf8) }
         out.append(contentsOf: ",\"new\":".utf8)
-        if let new { appendColumnsObject(plan, new, shown) } else { out.append(contentsOf: "null".utf8) }
+        if let new { appendColumnsObject(plan, new, shown.filter { plan.inB($0) }) } else { out.append(contentsOf: "null".utf8) }
         out.append(UInt8(ascii: "}"))
         endObject()
     }
@@ -146,8 +156,9 @@ public final class DiffReportWriter: DiffConsumer {
         if rowsShown <= rowLimit { tableRows.append(contentsOf: text.utf8) }
     }
 
-    func wholeRow(_ plan: TablePlan, _ row: DiffRow) -> String {
-        plan.columns.indices.filter { !plan.keyIndexes.contains($0) || plan.mode == .multiset }
+    /// The row's columns that its side has (`inA`: A's row, else B's).
+    func wholeRow(_ plan: TablePlan, _ row: DiffRow, inA: Bool) -> String {
+        plan.columns.indices.filter { (!plan.keyIndexes.contains($0) || plan.mode == .multiset) && (inA ? plan.inA($0) : plan.inB($0)) }
             .map { "\(visible(plan.columns[$0]))=\(display(row.value(at: $0)))" }.joined(separator: " ")
     }
 
@@ -156,7 +167,18 @@ public final class DiffReportWriter: DiffConsumer {
     /// control characters made visible.
     func display(_ value: Value) -> String {
         if case .real(let d) = value { return exactRealText(d) }
-        return visible(value.sqlLiteral)
+        let shown = visible(value.sqlLiteral)
+        guard let limit = valueLimit, shown.unicodeScalars.count > limit else { return shown }
+        // Cut on a terminal (-v or --json show it whole): the start, a marker, the size.
+        let size: String
+        switch value {
+        case .text(let bytes): size = "TEXT of \(bytes.count) bytes"
+        case .blob(let bytes): size = "BLOB of \(bytes.count) bytes"
+        default: size = "\(shown.unicodeScalars.count) characters"
+        }
+        var cut = String.UnicodeScalarView()
+        cut.append(contentsOf: shown.unicodeScalars.prefix(limit))
+        return String(cut) + paint("…[\(size)]", "2")
     }
 
     /// A name or text from the databases as one visible line (`TerminalText`).
@@ -165,19 +187,21 @@ public final class DiffReportWriter: DiffConsumer {
     public func inserted(_ plan: TablePlan, new: DiffRow) throws {
         if isJSON { rowJSON("insert", plan, old: nil, new: new, changed: []); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
-        rowsText("  \(paint("+", "32")) \(plan.mode == .multiset ? "" : keyText(plan, new) + ": ")\(wholeRow(plan, new))\n")
+        rowsText("  \(paint("+", "32")) \(plan.mode == .multiset ? "" : keyText(plan, new) + ": ")\(wholeRow(plan, new, inA: false))\n")
     }
 
     public func deleted(_ plan: TablePlan, old: DiffRow) throws {
         if isJSON { rowJSON("delete", plan, old: old, new: nil, changed: []); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
-        rowsText("  \(paint("-", "31")) \(plan.mode == .multiset ? "" : keyText(plan, old) + ": ")\(wholeRow(plan, old))\n")
+        rowsText("  \(paint("-", "31")) \(plan.mode == .multiset ? "" : keyText(plan, old) + ": ")\(wholeRow(plan, old, inA: true))\n")
     }
 
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
         if isJSON { rowJSON("update", plan, old: old, new: new, changed: changed); return }
         guard style == .text, rowsShown < rowLimit else { rowsShown += 1; return }
-        let changes = changed.map { "\(visible(plan.columns[$0])): \(display(old.value(at: $0))) → \(display(new.value(at: $0)))" }
+        let changes = changed.map { i in
+            "\(visible(plan.columns[i])): \(display(old.value(at: i))) → \(plan.inB(i) ? display(new.value(at: i)) : "(column dropped)")"
+        }
         rowsText("  \(paint("~", "33")) \(keyText(plan, old)): \(changes.joined(separator: ", "))\n")
     }
 

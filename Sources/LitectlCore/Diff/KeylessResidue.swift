@@ -69,9 +69,9 @@ final class KeylessResidue {
             }
             return try collect(records.a, records.b, byRowid: byRowid, limit: limit, spill: spill, progress: progress)
         }
-        let sa = try DiffEngine.stream(ca, byRowid, reading, pages: sources?.a)
+        let sa = try DiffEngine.stream(ca, byRowid.reading(.a), reading, pages: sources?.a)
         defer { sa.close() }
-        let sb = try DiffEngine.stream(cb, byRowid, reading, pages: sources?.b)
+        let sb = try DiffEngine.stream(cb, byRowid.reading(.b), reading, pages: sources?.b)
         defer { sb.close() }
         return try collect(sa, sb, byRowid: byRowid, limit: limit, spill: spill, progress: progress)
     }

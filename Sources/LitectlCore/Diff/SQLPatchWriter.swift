@@ -98,13 +98,16 @@ public final class SQLPatchWriter: DiffConsumer {
         for view in c.viewsToDrop { emit("DROP VIEW IF EXISTS \(quoteIdentifier(view.name));") }
         for index in c.indexesToDrop { emit("DROP INDEX IF EXISTS \(quoteIdentifier(index.name));") }
         for table in c.droppedTables { emit("DROP TABLE \(quoteIdentifier(table.name));") }
-        if !c.options.schemaOnly {
-            for pair in c.changedTables {
+        for pair in c.changedTables {
+            if let statements = c.alterations[sqlNameKey(pair.b.name)] {
+                // Altered in place: its rows stay, and the data pass patches
+                // them on every column, new ones included.
+                for statement in statements { emit(statement) }
+            } else if !c.options.schemaOnly {
+                // No ALTER TABLE makes B's definition: rebuilt from B's rows.
                 emit("DROP TABLE \(quoteIdentifier(pair.a.name));")
                 emit((pair.b.sql ?? "") + ";")
-            }
-        } else {
-            for pair in c.changedTables {
+            } else {
                 emit("-- table \(pair.b.name): definition changed; --schema-only leaves it (rebuilding needs its data)")
             }
         }
@@ -143,9 +146,17 @@ public final class SQLPatchWriter: DiffConsumer {
         // Rewriting an update as DELETE + INSERT keeps the row only when the
         // plan writes every column A's table holds (not so for --data-only
         // across a changed definition: A's other columns would be lost).
-        let written = Set(plan.columns.indices.filter { $0 != 0 || plan.rowidColumn == nil }.map { sqlNameKey(plan.columns[$0]) })
-        guard Set(table.contentColumns.map { sqlNameKey($0.name) }) == written else { return }
+        let written = Set(plan.columns.indices.filter { ($0 != 0 || plan.rowidColumn == nil) && plan.inB($0) }
+            .map { sqlNameKey(plan.columns[$0]) })
+        // An altered table holds B's columns by the time its rows are patched.
+        let holds = plan.across == nil ? table : (c.b.table(named: plan.name) ?? table)
+        guard Set(holds.contentColumns.map { sqlNameKey($0.name) }) == written else { return }
         mayRewriteUpdates = true
+        if plan.across != nil {
+            // A's indexes now name B's columns: any UNIQUE one, A's or B's, counts.
+            everyUpdateTouchesUnique = (c.a.indexes(on: table.name) + c.b.indexes(on: plan.name)).contains(where: \.unique)
+            return
+        }
         // The UNIQUE indexes in force during the data changes: A's, less those
         // the patch drops first (B's new ones are made after the data).
         let dropped = Set(c.indexesToDrop.map(\.name))
@@ -206,7 +217,7 @@ public final class SQLPatchWriter: DiffConsumer {
             line.append(contentsOf: "rowid = (SELECT rowid FROM ".utf8)
             appendTable(plan)
             line.append(contentsOf: " WHERE ".utf8)
-            try appendConditions(plan, row, plan.columns.indices.map { $0 })
+            try appendConditions(plan, row, plan.columns.indices.filter { plan.inB($0) })
             line.append(contentsOf: " LIMIT 1)".utf8)
         } else {
             try appendConditions(plan, row, plan.keyIndexes)
@@ -272,7 +283,7 @@ public final class SQLPatchWriter: DiffConsumer {
         line.append(contentsOf: "INSERT INTO ".utf8)
         appendTable(plan)
         line.append(UInt8(ascii: "("))
-        let written = plan.columns.indices.filter { $0 != 0 || plan.rowidColumn == nil || plan.mode != .multiset }
+        let written = plan.columns.indices.filter { ($0 != 0 || plan.rowidColumn == nil || plan.mode != .multiset) && plan.inB($0) }
         for (n, i) in written.enumerated() {
             if n > 0 { line.append(UInt8(ascii: ",")) }
             appendColumn(plan, i)
@@ -305,6 +316,9 @@ public final class SQLPatchWriter: DiffConsumer {
     /// triggers are dropped. The INSERT keeps A's value in columns the diff
     /// did not compare (--ignore-column), as the UPDATE would.
     public func updated(_ plan: TablePlan, old: DiffRow, new: DiffRow, changed: [Int]) throws {
+        // A dropped column's values went with DROP COLUMN.
+        let changed = plan.across == nil ? changed : changed.filter { plan.inB($0) }
+        guard !changed.isEmpty else { return }
         try noteTouched(plan)
         if mayRewriteUpdates && (everyUpdateTouchesUnique || changed.contains { uniqueColumns[$0] }) {
             try deleted(plan, old: old)

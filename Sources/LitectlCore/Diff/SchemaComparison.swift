@@ -30,6 +30,10 @@ public struct SchemaComparison: Sendable {
     public var changes: [SchemaChange] = []
     /// A's text encoding: a patch's TEXT literals are written for it.
     public var encodingA: TextEncoding = .utf8
+    /// For changed tables that ALTER TABLE turns into B's definition exactly
+    /// (by B's name, see `sqlNameKey`): the statements, in order. A patch
+    /// alters these in place and rebuilds the other changed tables.
+    public var alterations: [[UInt8]: [String]] = [:]
 
     /// True when every table is in scope (no --table filter): views and
     /// database-wide settings are compared only then.
@@ -72,12 +76,19 @@ public struct SchemaComparison: Sendable {
             }
         }
         addedTables = tablesB.filter { byNameA[sqlNameKey($0.name)] == nil }
+        for pair in changedTables {
+            if let statements = alterationStatements(pair.a, pair.b, ColumnPairing.pair(pair.a, pair.b)) {
+                alterations[sqlNameKey(pair.b.name)] = statements
+            }
+        }
         let scope = Set((tablesA + tablesB).map { sqlNameKey($0.name) })
 
         // Indexes with SQL (automatic ones follow their table's definition).
         let indexesA = a.indexes.filter { $0.sql != nil && scope.contains(sqlNameKey($0.table)) }
         let indexesB = b.indexes.filter { $0.sql != nil && scope.contains(sqlNameKey($0.table)) }
+        // (A table altered in place keeps its indexes: they are compared as a same table's.)
         let rebuilt = Set((changedTables.map { $0.b.name } + addedTables.map(\.name)).map { sqlNameKey($0) })
+            .subtracting(alterations.keys)
         let dropped = Set(droppedTables.map { sqlNameKey($0.name) })
         let indexByNameB = Dictionary(indexesB.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
         let indexByNameA = Dictionary(indexesA.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
@@ -177,10 +188,18 @@ public struct SchemaComparison: Sendable {
     static func tableDetails(_ a: Table, _ b: Table) -> [String] {
         var details: [String] = []
         if a.name != b.name { details.append("renamed \(a.name) → \(b.name)") }
+        // Renamed columns are paired as the diff pairs them (see `ColumnPairing`).
+        var renamed: [[UInt8]: String] = [:]   // A's name → B's name
+        for entry in ColumnPairing.pair(a, b).entries where entry.kind == .renamed {
+            renamed[sqlNameKey(entry.nameA!)] = entry.nameB!
+            details.append("column \(entry.nameA!) renamed to \(entry.nameB!)")
+        }
         let columnsB = Dictionary(b.columns.map { (sqlNameKey($0.name), $0) }, uniquingKeysWith: { x, _ in x })
-        let namesA = Set(a.columns.map { sqlNameKey($0.name) })
+        let namesA = Set(a.columns.map { sqlNameKey(renamed[sqlNameKey($0.name)] ?? $0.name) })
         for column in a.columns {
-            guard let other = columnsB[sqlNameKey(column.name)] else { details.append("column \(column.name) dropped"); continue }
+            guard let other = columnsB[sqlNameKey(renamed[sqlNameKey(column.name)] ?? column.name)] else {
+                details.append("column \(column.name) dropped"); continue
+            }
             func change(_ what: String, _ x: String, _ y: String) {
                 if x != y { details.append("column \(column.name) \(what) \(x) → \(y)") }
             }
@@ -195,6 +214,9 @@ public struct SchemaComparison: Sendable {
         for column in b.columns where !namesA.contains(sqlNameKey(column.name)) {
             details.append("column \(column.name) added (\(column.declaredType.isEmpty ? "no type" : column.declaredType))")
         }
+        let orderA = a.columns.map { sqlNameKey(renamed[sqlNameKey($0.name)] ?? $0.name) }.filter { columnsB[$0] != nil }
+        let orderB = b.columns.map { sqlNameKey($0.name) }.filter { namesA.contains($0) }
+        if orderA != orderB { details.append("columns reordered") }
         if a.withoutRowid != b.withoutRowid { details.append(b.withoutRowid ? "now WITHOUT ROWID" : "no longer WITHOUT ROWID") }
         if a.strict != b.strict { details.append(b.strict ? "now STRICT" : "no longer STRICT") }
         if a.autoincrement != b.autoincrement { details.append(b.autoincrement ? "now AUTOINCREMENT" : "no longer AUTOINCREMENT") }

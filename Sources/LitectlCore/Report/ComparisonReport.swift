@@ -109,14 +109,14 @@ final class ComparisonCollector: DiffConsumer {
 
     func inserted(_ plan: TablePlan, new: DiffRow) throws {
         guard keep() else { return }
-        let values = shown(new, current!.baseColumns, width: plan.columns.count)
+        let values = shown(new, current!.baseColumns.filter { plan.inB($0) }, width: plan.columns.count)
         current!.rows.append(SampleRow(operation: .insert, old: nil, new: values, changed: []))
         keptRows += 1
     }
 
     func deleted(_ plan: TablePlan, old: DiffRow) throws {
         guard keep() else { return }
-        let values = shown(old, current!.baseColumns, width: plan.columns.count)
+        let values = shown(old, current!.baseColumns.filter { plan.inA($0) }, width: plan.columns.count)
         current!.rows.append(SampleRow(operation: .delete, old: values, new: nil, changed: []))
         keptRows += 1
     }
@@ -125,8 +125,10 @@ final class ComparisonCollector: DiffConsumer {
         guard keep() else { return }
         var columns = current!.baseColumns
         for i in changed where !columns.contains(i) { columns.append(i) }
+        // Across a change of columns, a dropped column has no new value.
         current!.rows.append(SampleRow(operation: .update, old: shown(old, columns, width: plan.columns.count),
-                                       new: shown(new, columns, width: plan.columns.count), changed: changed))
+                                       new: shown(new, columns.filter { plan.inB($0) }, width: plan.columns.count),
+                                       changed: changed))
         keptRows += 1
     }
 
@@ -289,7 +291,7 @@ struct ComparisonReportPage {
             let key = sqlNameKey(table)
             if comparison.addedTables.contains(where: { sqlNameKey($0.name) == key }) { return "new table" }
             if comparison.droppedTables.contains(where: { sqlNameKey($0.name) == key }) { return "table dropped" }
-            if comparison.changedTables.contains(where: { sqlNameKey($0.b.name) == key }) { return "definition changed: compared on the common columns" }
+            if comparison.changedTables.contains(where: { sqlNameKey($0.b.name) == key }) { return "definition changed: compared on every column (an added one against its DEFAULT)" }
         }
         if let plan = collector.tables[sqlNameKey(table)]?.plan {
             if plan.mode == .multiset { return "no primary key: compared as a multiset of rows" }
@@ -336,6 +338,11 @@ struct ComparisonReportPage {
         for i in columns {
             html.markup(keys.contains(i) ? "<th class=\"key\">" : "<th>")
             html.text(plan.columns[i])
+            if let entry = plan.across?.pairing.entries.first(where: { $0.name == plan.columns[i] }), entry.kind != .kept {
+                html.markup(" <span class=\"muted\">(")
+                html.text(entry.kind == .renamed ? "renamed from \(entry.nameA!)" : entry.kind.rawValue)
+                html.markup(")</span>")
+            }
             html.markup("</th>")
         }
         html.markup("</tr></thead><tbody>\n")
@@ -350,7 +357,13 @@ struct ComparisonReportPage {
                     if keys.contains(i) { classes.append("key") }
                     if changed.contains(i) { classes.append("changed") }
                     html.markup("<td class=\"\(classes.joined(separator: " "))\">")
-                    if let value = values[i] { html.value(value, lineBreaks: true) } else { html.markup("<span class=\"more\">…</span>") }
+                    if let value = values[i] {
+                        html.value(value, lineBreaks: true)
+                    } else if side == "A" ? !plan.inA(i) : !plan.inB(i) {
+                        html.markup("<span class=\"more\">(no column)</span>")
+                    } else {
+                        html.markup("<span class=\"more\">…</span>")
+                    }
                     html.markup("</td>")
                 }
                 html.markup("</tr>\n")

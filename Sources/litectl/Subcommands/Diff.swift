@@ -34,7 +34,8 @@ struct Diff: ParsableCommand {
             leaves them out.
 
             The schema diff reports tables added, dropped or changed (columns added, \
-            dropped, with a new type, NOT NULL, default, collation or key position), \
+            dropped, renamed, reordered, with a new type, NOT NULL, default, collation \
+            or key position), \
             indexes, views and triggers added, dropped or changed (their SQL compared \
             with whitespace normalized), user_version and application_id.
 
@@ -42,14 +43,20 @@ struct Diff: ParsableCommand {
             --format json. Formats (--format): text (default): one line per schema change, then per \
             table `NAME: +inserted -deleted ~updated` and the changed rows (key, and \
             for updates the changed columns as old → new; at most 1000 rows per table \
-            are listed, the counts are exact); --summary prints the counts only. Colour \
+            are listed, the counts are exact; on a terminal a value longer than 200 \
+            characters is cut and marked …[TEXT of N bytes], whole with -v, on a pipe \
+            and in json); --summary prints the counts only. Colour \
             on a terminal unless NO_COLOR is set; progress on stderr when it is a \
             terminal (every 100,000 rows of a table). \
             sql: a script that, run with the sqlite3 CLI on A, makes A equal to B: one \
             transaction; PRAGMA foreign_keys=OFF before it and defer_foreign_keys \
             inside; A's triggers dropped first and B's created last, so that none fires \
-            during the patch; a table whose definition changed is dropped, created as \
-            in B and filled with B's rows (then B's indexes); new tables created and \
+            during the patch; a table whose columns were renamed, dropped or added at \
+            the end is altered in place (ALTER TABLE RENAME COLUMN, DROP COLUMN, ADD \
+            COLUMN, kept only where they give B's CREATE TABLE text exactly) and its \
+            rows patched like any other table's; any other table whose definition \
+            changed is dropped, created as in B and filled with B's rows (then B's \
+            indexes); new tables created and \
             filled; virtual tables written through the table, never their shadow \
             tables; generated columns never written; sqlite_sequence, user_version and \
             application_id set as in B; a missing sqlite_stat1 made by ANALYZE \
@@ -83,6 +90,13 @@ struct Diff: ParsableCommand {
             consistent snapshot, WAL included), on separate connections: A and B may \
             differ in page size and text encoding. The same file given twice is \
             identical at once. A missing B is an error and is never created.
+
+            A table whose columns changed but whose key did not is compared row by row \
+            on every column: an added column's value against its DEFAULT (what A's rows \
+            hold once the column is added), a dropped column's against NULL (a row \
+            whose dropped column held a value is an update, shown as value → (column \
+            dropped)), a renamed column (same position and definition, new name) by \
+            its values. In json, old holds A's columns and new B's. See docs/diff.md.
 
             Files that share history (a backup and its source, a copy changed by a \
             migration) are compared page by page first: a b-tree subtree whose pages \
@@ -137,7 +151,7 @@ struct Diff: ParsableCommand {
     @Flag(help: "Compare the schema only.")
     var schemaOnly = false
 
-    @Flag(help: "Compare the data only (tables present in both; their common columns).")
+    @Flag(help: "Compare the data only (tables present in both; a sql patch writes the columns both name alike).")
     var dataOnly = false
 
     @Flag(help: "Read every row, even where A and B share identical b-tree pages.")
@@ -185,7 +199,9 @@ struct Diff: ParsableCommand {
             consumer = DiffReportWriter(sink: sink, style: format == .json ? .json : .jsonl)
         case .text:
             let colour = isatty(1) == 1 && getenv("NO_COLOR") == nil
-            consumer = DiffReportWriter(sink: sink, style: summary ? .summary : .text, colour: colour)
+            // On a terminal, long values are cut (-v shows them whole, as pipes and --json do).
+            let cut = isatty(1) == 1 && !verbose ? DiffReportWriter.terminalValueLimit : nil
+            consumer = DiffReportWriter(sink: sink, style: summary ? .summary : .text, colour: colour, valueLimit: cut)
         }
         let result: DiffSummary
         do {
