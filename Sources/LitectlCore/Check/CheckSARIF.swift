@@ -3,7 +3,7 @@
 // tool with one rule per check, one result per finding located in its
 // database (an artifact) and object (a logical location), with the stable
 // fingerprint and, against a baseline, its baseline state.
-// See https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html
+// The log's skeleton is Output/SARIFLog.swift's.
 
 public enum CheckSARIF {
     /// The key of the fingerprint in `partialFingerprints`.
@@ -32,26 +32,8 @@ public enum CheckSARIF {
             }
             for finding in report.findings { results.append(result(finding, path: report.path, baseline: baseline)) }
         }
-        let invocation: JSON = .object([
-            ("executionSuccessful", .bool(notifications.isEmpty)),
-            ("exitCode", .integer(Int64(exitCode))),
-            ("toolExecutionNotifications", .array(notifications)),
-        ])
-        return .object([
-            ("$schema", .string("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json")),
-            ("version", .string("2.1.0")),
-            ("runs", .array([.object([
-                ("tool", .object([("driver", .object([
-                    ("name", .string("litectl")),
-                    ("fullName", .string("litectl check")),
-                    ("version", .string(version)),
-                    ("semanticVersion", .string(version)),
-                    ("rules", .array(rules)),
-                ]))])),
-                ("invocations", .array([invocation])),
-                ("results", .array(results)),
-            ])])),
-        ])
+        return SARIFLog.log(fullName: "litectl check", version: version, rules: rules, results: results,
+                            notifications: notifications, exitCode: exitCode)
     }
 
     static func defaultLevel(_ check: CheckKind) -> Severity {
@@ -71,24 +53,10 @@ public enum CheckSARIF {
         }
     }
 
-    static func physical(_ path: String) -> JSON {
-        .object([("artifactLocation", .object([("uri", .string(uri(path)))]))])
-    }
+    static func physical(_ path: String) -> JSON { SARIFLog.physical(path) }
 
-    /// `path` as a URI reference: a relative path percent-encoded (a `:` too,
-    /// which would otherwise read as a scheme), an absolute one as `file://`.
-    public static func uri(_ path: String) -> String {
-        var out = ""
-        for byte in path.utf8 {
-            let c = Character(Unicode.Scalar(byte))
-            if byte < 0x80 && (c.isLetter || c.isNumber || "-._~/".contains(c)) {
-                out.append(c)
-            } else {
-                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return path.hasPrefix("/") ? "file://" + out : out
-    }
+    /// `path` as a URI reference (SARIFLog.uri).
+    public static func uri(_ path: String) -> String { SARIFLog.uri(path) }
 
     static func result(_ finding: Finding, path: String, baseline: String?) -> JSON {
         var members: [(String, JSON)] = [

@@ -4,23 +4,7 @@
 // database file.
 import Crypto
 
-/// How serious a finding is. Errors fail the check; warnings fail it only
-/// with `--strict`; notes never do.
-public enum Severity: String, Sendable, Comparable, CaseIterable {
-    case note
-    case warning
-    case error
-
-    var rank: Int {
-        switch self {
-        case .note: 0
-        case .warning: 1
-        case .error: 2
-        }
-    }
-
-    public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
-}
+// Severity: Output/Severity.swift (shared with `migrate lint`).
 
 /// The checks `litectl check` runs; the raw value is the stable name shown in
 /// reports and JSON.

@@ -36,6 +36,22 @@ enum MigrationScript {
     /// a transaction. Statements are prepared one at a time, so a statement
     /// may use a table an earlier one created.
     static func run(_ file: MigrationScriptFile, on connection: Connection) throws {
+        try forEachStatement(file, on: connection) { statement, _, _, fail in
+            do {
+                while try statement.step() {}
+            } catch let error as DatabaseError {
+                throw fail(error.message)
+            }
+        }
+    }
+
+    /// Prepares each statement of `file` in turn and hands it to `body` with
+    /// its number, line and a maker of its `MigrationError`; `body` runs it
+    /// (`migrate lint` looks at the schema between statements). A statement
+    /// that would end the transaction is refused before `body` sees it, and
+    /// one that ended it some other way after.
+    static func forEachStatement(_ file: MigrationScriptFile, on connection: Connection,
+                                 _ body: (Statement, _ number: Int, _ line: Int, _ fail: (String) -> MigrationError) throws -> Void) throws {
         let text = Array(file.sql.utf8)
         var statementNumber = 0
         try (text + [0]).withUnsafeBufferPointer { buffer in
@@ -64,11 +80,8 @@ enum MigrationScript {
                     throw fail("\(word) is not allowed: litectl runs each migration file in its own transaction, "
                                + "with the new user_version", number: statementNumber)
                 }
-                do {
-                    while try statement.step() {}
-                } catch let error as DatabaseError {
-                    throw fail(error.message, number: statementNumber)
-                }
+                let number = statementNumber
+                try body(statement, number, lineNumber(text, start)) { fail($0, number: number) }
                 // A statement that ended the transaction some other way
                 // (an ON CONFLICT ROLLBACK that fired) leaves autocommit on.
                 if sqlite3_get_autocommit(connection.rawHandle) != 0 {

@@ -1,6 +1,7 @@
 // `litectl migrate DB DIR`: apply numbered SQL migrations keyed by PRAGMA
 // user_version, safely (backup first, one transaction and checks per file,
-// a dry run on a copy); `migrate status` lives in MigrateStatus.swift.
+// a dry run on a copy); `migrate status` lives in MigrateStatus.swift,
+// `migrate lint` in MigrateLint.swift.
 import ArgumentParser
 import Foundation
 import LitectlCore
@@ -12,9 +13,11 @@ struct Migrate: ParsableCommand {
             `litectl migrate DB DIR` is `litectl migrate apply DB DIR`: it takes DB from its \
             user_version to the newest NNNN_name.sql of DIR, one transaction per file, after \
             a verified backup. `litectl migrate status DB DIR` lists the files applied, \
-            pending, edited since they ran, or missing. docs/schema.md (installed as /usr/local/share/doc/litectl/schema.md) has the details.
+            pending, edited since they ran, or missing. `litectl migrate lint DB DIR` runs \
+            the pending files on a copy and reports destructive or risky changes with the \
+            rows they touch (docs/migrate-lint.md). docs/schema.md (installed as /usr/local/share/doc/litectl/schema.md) has the details.
             """,
-        subcommands: [MigrateApply.self, MigrateStatus.self],
+        subcommands: [MigrateApply.self, MigrateStatus.self, MigrateLint.self],
         defaultSubcommand: MigrateApply.self)
 }
 
