@@ -82,9 +82,9 @@ final class DatabaseFollower {
 
     struct Period {
         var states: [ReplicaState] = []
-        var segments: [String] = []
-        var indexes: [String] = []
-        var packs: [String] = []
+        var segments: [ObjectKey] = []
+        var indexes: [ObjectKey] = []
+        var packs: [ObjectKey] = []
     }
     private var fileID: (dev: UInt64, ino: UInt64)?
     /// While a resync reads the whole database: its pages may wait for room in the shipper's queue.
@@ -416,7 +416,7 @@ final class DatabaseFollower {
         chain = base.id
         chainBase = base
         known = KnownPages(ids)
-        if let fullKey = try repository.listKeys(of: base).last, let fullID = PageID(hex: String(fullKey.dropFirst("lists/".count))) {
+        if let fullID = try repository.fullListID(of: base) {
             lastFull = (fullID, try repository.loadList(fullID.hex))
         }
     }
@@ -699,26 +699,16 @@ final class DatabaseFollower {
         try shipGathering(wait: true)
         newPeriod()
         let started = Clock.now()
-        let listBytes: [UInt8]
-        var becomesFull = false
-        if let full = lastFull, let changes = delta(from: full.ids) {
-            listBytes = PageListObject.encodeDelta(base: full.id, pageCount: ids.count, changes: changes, for: repository)
-        } else {
-            listBytes = PageListObject.encodeFull(ids, for: repository)
-            becomesFull = true
-        }
-        let sealedList = try repository.keys.seal(listBytes)
-        let listID = SHA256Digest.of(sealedList)
-        if becomesFull { lastFull = (listID, ids) }
-        var snapshot = makeSnapshot(list: listID.hex, parent: chainBase.id, time: Double(lastObserved) / 1e6, pagesNew: 0,
+        let (sealedList, becomesFull) = try repository.sealPageList(ids, deltaOn: lastFull)
+        if becomesFull { lastFull = (PageID(hex: sealedList.id)!, ids) }
+        var snapshot = makeSnapshot(list: sealedList.id, parent: chainBase.id, time: Double(lastObserved) / 1e6, pagesNew: 0,
                                     follows: ReplicaInfo.Follows(chain: chain, state: number, firstTime: chainBase.time, lastTime: Double(lastObserved) / 1e6))
         snapshot.durationSeconds = Clock.now() - started
-        snapshot.bytesAdded = Int64(sealedList.count + snapshot.encoded().count)
-        let sealedSnapshot = try repository.keys.seal(snapshot.encoded())
-        snapshot.id = Hex.encode(SHA256Digest.of(sealedSnapshot).bytes)
+        snapshot.bytesAdded = Int64(sealedList.bytes.count + snapshot.encoded().count)
+        let sealedSnapshot = try repository.sealSnapshot(&snapshot)
         shipper.enqueue(.begin)
-        shipper.enqueue(.put(key: "lists/" + listID.hex, bytes: sealedList, role: .list))
-        shipper.enqueue(.put(key: "snapshots/" + snapshot.id, bytes: sealedSnapshot, role: .snapshot))
+        shipper.enqueue(.put(sealedList, role: .list))
+        shipper.enqueue(.put(sealedSnapshot, role: .snapshot))
         shipper.enqueue(.closeChain(chain))
         shipper.enqueue(.end(ShippedUnit(kind: .fold, chain: snapshot.id, snapshot: snapshot.id)))
         chain = snapshot.id
@@ -726,17 +716,6 @@ final class DatabaseFollower {
         number = 0
         known = KnownPages(ids)
         newPeriod()
-    }
-
-    /// The changes from `full` to the current ids, when a delta is under half a full list.
-    private func delta(from full: [PageID]) -> [(index: UInt32, id: PageID)]? {
-        let limit = ids.count * 32 / 2 / 36
-        var changes: [(index: UInt32, id: PageID)] = []
-        for i in 0..<ids.count where i >= full.count || full[i] != ids[i] {
-            changes.append((UInt32(i), ids[i]))
-            if changes.count > limit { return nil }
-        }
-        return changes
     }
 
     /// A snapshot of the current ids (the base of a chain).
@@ -767,55 +746,28 @@ final class DatabaseFollower {
         }
         let lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: options.lockTimeout)
         defer { lock.release() }
-        let index = SharedIndex(try repository.loadIndex())
-        let writer = PackWriter(repository: repository)
-        writer.afterPack = { try lock.refresh() }
-        let classifier = PageClassifier(index: index, writer: writer)
-        let builder = BlobBuilder(repository: repository, writer: writer, pageSize: pageSize)
-        var refs = PageRefs()
-        var newIDs: [PageID] = []
-        newIDs.reserveCapacity(Int(file.pageCount))
-        var stored = 0
-        for p in 1...max(1, file.pageCount) {
+        let stored = try repository.storePages(pageCount: file.pageCount, pageSize: pageSize, lock: lock) { p in
             let bytes = try pageBytes(file, p)
-            let id = bytes.withUnsafeBytes { repository.pageID($0) }
-            newIDs.append(id)
-            if classifier.classify(id, into: &refs) {
-                bytes.withUnsafeBytes { builder.append(Int(refs.refs.last! & ~PageRefs.own), $0) }
-                stored += 1
-            }
-            if p % 512 == 0 { try builder.drain() }
             if p == 1 { header = Array(bytes.prefix(100)) }
+            return bytes
         }
-        try builder.finish()
-        try writer.flush()
-        var bytesAdded = writer.bytesWritten + Int64(try writer.writeIndex())
-        ids = newIDs
-        refs = PageRefs()
+        ids = stored.ids
         // The list: a delta on the parent's full list when small.
         var full: (id: PageID, ids: [PageID])?
-        if let parent, let key = try? repository.listKeys(of: parent).last, let fullID = PageID(hex: String(key.dropFirst("lists/".count))),
-           let fullIDs = try? repository.loadList(fullID.hex) {
+        if let parent, let fullID = try? repository.fullListID(of: parent), let fullIDs = try? repository.loadList(fullID.hex) {
             full = (fullID, fullIDs)
         }
-        let listObject: [UInt8]
-        if let full, let changes = delta(from: full.ids) {
-            listObject = PageListObject.encodeDelta(base: full.id, pageCount: ids.count, changes: changes, for: repository)
-            lastFull = full
-        } else {
-            listObject = PageListObject.encodeFull(ids, for: repository)
-            full = nil
-        }
-        let (listID, listBytes) = try repository.putObject(prefix: "lists", listObject)
-        if full == nil { lastFull = (PageID(hex: listID)!, ids) }
-        bytesAdded += Int64(listBytes)
+        let (list, isFull) = try repository.sealPageList(ids, deltaOn: full)
+        try repository.put(list)
+        lastFull = isFull ? (PageID(hex: list.id)!, ids) : full
+        let bytesAdded = stored.bytesWritten + Int64(list.bytes.count)
         position = mark.header.position
         lastObserved = mark.observedMicros
-        var snapshot = makeSnapshot(list: listID, parent: parent?.id, time: Double(mark.observedMicros) / 1e6, pagesNew: stored, follows: nil)
+        var snapshot = makeSnapshot(list: list.id, parent: parent?.id, time: Double(mark.observedMicros) / 1e6, pagesNew: stored.stored, follows: nil)
         snapshot.durationSeconds = Clock.now() - started
         snapshot.bytesAdded = bytesAdded + Int64(snapshot.encoded().count)
-        let (id, _) = try repository.putObject(prefix: "snapshots", snapshot.encoded())
-        snapshot.id = id
+        try repository.put(try repository.sealSnapshot(&snapshot))
+        let id = snapshot.id
         chain = id
         chainBase = snapshot
         number = 0
@@ -848,9 +800,4 @@ struct NewPages {
         bytes.removeAll(keepingCapacity: true)
         at.removeAll(keepingCapacity: true)
     }
-}
-
-/// SHA-256 of bytes as a PageID (object names).
-enum SHA256Digest {
-    static func of(_ bytes: [UInt8]) -> PageID { PageID(digest: SHA256.hash(data: bytes)) }
 }

@@ -114,7 +114,7 @@ public enum ReplicateEvent: Sendable {
         init(database: String, unit: ShippedUnit, bytes: Int64) {
             self.database = database
             kind = switch unit.kind { case .states: "segment"; case .base: "base"; case .fold: "fold"; case .merge: "merge" }
-            chain = unit.chain; segment = unit.segment; snapshot = unit.snapshot; states = unit.states
+            chain = unit.chain; segment = unit.segment?.name; snapshot = unit.snapshot; states = unit.states
             self.bytes = bytes
             durable = Clock.wall()
         }

@@ -321,20 +321,13 @@ public struct ReplicaInfo: Sendable {
 }
 
 extension Repository {
-    static func segmentPrefix(chain: String) -> String { "segments/\(chain)/" }
+    static func segmentPrefix(chain: String) -> String { ObjectKey.segmentPrefix(chain: chain) }
 
     /// Stores a segment; returns its key and stored size.
     func putSegment(_ segment: Segment) throws -> (key: String, bytes: Int) {
-        let sealed = try segment.encode(for: self)
-        let key = Self.segmentPrefix(chain: segment.chain) + Hex.encode(Array(SHA256.hash(data: sealed)))
-        try store.put(key, sealed)
-        return (key, sealed.count)
-    }
-
-    /// The stored bytes and key a segment would have (the key names its content).
-    func sealSegment(_ segment: Segment) throws -> (key: String, bytes: [UInt8]) {
-        let sealed = try segment.encode(for: self)
-        return (Self.segmentPrefix(chain: segment.chain) + Hex.encode(Array(SHA256.hash(data: sealed))), sealed)
+        let sealed = try sealSegment(segment)
+        try put(sealed)
+        return (sealed.key.name, sealed.bytes.count)
     }
 
     /// Reads a segment, checking that its bytes are the ones its name is the
@@ -357,7 +350,7 @@ extension Repository {
     /// Every segment object, by chain.
     public func segmentKeys() throws -> [String: [SegmentRef]] {
         var out: [String: [SegmentRef]] = [:]
-        for object in try store.list(prefix: "segments/") {
+        for object in try store.list(prefix: ObjectKey.Kind.segments.prefix) {
             let parts = object.key.split(separator: "/")
             guard parts.count == 3, PageID(hex: String(parts[1])) != nil, PageID(hex: String(parts[2])) != nil else { continue }
             out[String(parts[1]), default: []].append(SegmentRef(key: object.key, size: object.size))
