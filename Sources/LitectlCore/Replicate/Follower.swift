@@ -93,7 +93,7 @@ final class DatabaseFollower {
     init(source: String, repository: Repository, options: ReplicateOptions, lease: FollowerLease? = nil, control: FollowerControl,
          status: FollowerStatus, report: @escaping (ReplicateEvent) -> Void) {
         self.source = source
-        path = BackupJob.resolvedPath(source)
+        path = FilePaths.resolved(source)
         name = DurableFolder.baseName(of: path)
         self.repository = repository; self.options = options; self.lease = lease; self.control = control; self.status = status; self.report = report
     }

@@ -180,7 +180,7 @@ public final class Replicator: @unchecked Sendable {
         // sets of read marks on one -shm in one process would each drop the
         // other's POSIX locks when they close a descriptor of it.
         var seen = Set<String>()
-        let sources = sources.filter { seen.insert(BackupJob.resolvedPath($0)).inserted }
+        let sources = sources.filter { seen.insert(FilePaths.resolved($0)).inserted }
         self.sources = sources; self.repository = repository; self.options = options; self.events = events
         controls = sources.map { _ in FollowerControl() }
         statuses = sources.map { FollowerStatus(database: $0) }
@@ -206,7 +206,8 @@ public final class Replicator: @unchecked Sendable {
         }
         for source in sources { WriteGate.shared.protect(database: source, what: "a database being replicated") }
         if let file = options.metricsFile {
-            try BackupMetrics.require(file, apartFrom: sources.map { BackupJob.resolvedPath($0) }, otherInputs: options.otherInputs)
+            try PrometheusText.requireWritable(file, apartFrom: sources.map { FilePaths.resolved($0) }, what: "a database being backed up",
+                                               otherInputs: options.otherInputs)
         }
         // Each database is checked once first (WAL mode, a -shm it can write):
         // a misconfiguration stops the start, with its one line.
@@ -220,7 +221,7 @@ public final class Replicator: @unchecked Sendable {
         var acquired: [FollowerLease] = []
         do {
             for source in sources {
-                guard let lease = try FollowerLease.acquire(repository, path: BackupJob.resolvedPath(source), timeout: options.lockTimeout,
+                guard let lease = try FollowerLease.acquire(repository, path: FilePaths.resolved(source), timeout: options.lockTimeout,
                                                             cancelled: { [self] in isStopping },
                                                             note: { [events] in events(.problem(database: source, message: $0, retrying: true)) }) else {
                     for l in acquired { l.release() }
@@ -321,14 +322,14 @@ enum ReplicateMetrics {
         func family(_ name: String, _ type: String, _ help: String, _ value: (FollowerStatus) -> String?) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for s in statuses {
-                if let v = value(s) { out += "\(name){database=\"\(BackupMetrics.escape(BackupJob.resolvedPath(s.database)))\"} \(v)\n" }
+                if let v = value(s) { out += "\(name){database=\"\(PrometheusText.escapeLabel(FilePaths.resolved(s.database)))\"} \(v)\n" }
             }
         }
         family("litectl_replicate_lag_seconds", "gauge", "Seconds since the oldest commit observed and not yet durable in the repository (0 when none).") {
-            BackupMetrics.format($0.lag)
+            PrometheusText.number($0.lag)
         }
         family("litectl_replicate_last_shipped_commit_timestamp_seconds", "gauge", "When the newest state durable in the repository was observed (seconds since 1970).") {
-            $0.lastShipped.map { BackupMetrics.format($0) }
+            $0.lastShipped.map { PrometheusText.number($0) }
         }
         family("litectl_replicate_shipped_bytes_total", "counter", "Bytes written to the repository since the follower started.") { String($0.bytesShipped) }
         family("litectl_replicate_shipped_states_total", "counter", "States made durable since the follower started.") { String($0.statesShipped) }

@@ -14,21 +14,8 @@
 import Crypto
 import Foundation
 
-/// Where a state ends in the database's -wal: the generation (its two salts)
-/// and the commit frame, with that frame's cumulative checksum.
-public struct WALPosition: Sendable, Equatable {
-    public var salt1: UInt32
-    public var salt2: UInt32
-    /// The commit frame that ends the state (1-based). 0: no frame of this
-    /// -wal generation (it was empty, or every frame was in the main file).
-    public var frame: UInt32
-    public var checksum1: UInt32
-    public var checksum2: UInt32
-
-    public init(salt1: UInt32, salt2: UInt32, frame: UInt32, checksum1: UInt32, checksum2: UInt32) {
-        self.salt1 = salt1; self.salt2 = salt2; self.frame = frame; self.checksum1 = checksum1; self.checksum2 = checksum2
-    }
-
+/// A position as a snapshot's replica facts record it (docs/repository.md).
+extension WALPosition {
     var json: JSON {
         .object([("salt1", .integer(Int64(salt1))), ("salt2", .integer(Int64(salt2))), ("frame", .integer(Int64(frame))),
                  ("checksum1", .integer(Int64(checksum1))), ("checksum2", .integer(Int64(checksum2)))])
