@@ -156,31 +156,21 @@ final class Gathering: @unchecked Sendable {
         case ready([UploadItem])
         case failed(String)
     }
-    private let outcome = Locked<Outcome?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+    private let thread: NamedThread<Outcome>
 
     init(_ job: Job) {
-        let thread = Thread { [outcome, done] in
-            let result: Outcome
-            do { result = .ready(try Self.run(job)) } catch {
-                let message = (error as? StoreError)?.description ?? "\(error)"
-                result = .failed(message)
+        thread = NamedThread("litectl-gather") {
+            do { return .ready(try Self.run(job)) } catch {
+                return .failed((error as? StoreError)?.description ?? "\(error)")
             }
-            outcome.withLock { $0 = result }
-            done.signal()
         }
-        thread.name = "litectl-gather"
-        thread.start()
     }
 
     /// The outcome, when the gathering is done.
-    var finished: Outcome? { outcome.withLock { $0 } }
+    var finished: Outcome? { thread.result }
 
     /// Waits for the outcome.
-    func wait() -> Outcome {
-        done.wait(); done.signal()
-        return outcome.withLock { $0! }
-    }
+    func wait() -> Outcome { thread.wait() }
 
     /// The objects of a gathering: the spool's pages, each page's versions
     /// side by side and its newest in front, in blobs and packs; their index

@@ -250,16 +250,8 @@ public final class Replicator: @unchecked Sendable {
                 stopped.unlock()
             }
         }
-        let results = Locked([Bool](repeating: false, count: sources.count))
-        let group = DispatchGroup()
-        for (i, source) in sources.enumerated() {
-            group.enter()
-            let thread = Thread { [self] in
-                results.withLock { $0[i] = follow(source, lease: leases[i], control: controls[i], status: statuses[i]) }
-                group.leave()
-            }
-            thread.name = "litectl-follow"
-            thread.start()
+        let followers = sources.enumerated().map { i, source in
+            NamedThread("litectl-follow") { [self] in follow(source, lease: leases[i], control: controls[i], status: statuses[i]) }
         }
         let metrics = options.metricsFile.map { file in
             Concurrently.start { [self] in
@@ -271,12 +263,12 @@ public final class Replicator: @unchecked Sendable {
                 }
             }
         }
-        group.wait()
+        let results = followers.map { $0.wait() }
         stop()
         _ = try? keeper.wait()
         _ = try? metrics?.wait()
         if let file = options.metricsFile { writeMetrics(to: file) }
-        return results.withLock { $0 }.allSatisfy { $0 }
+        return results.allSatisfy { $0 }
     }
 
     /// One database, followed again after a failure (5 s, doubling to 60

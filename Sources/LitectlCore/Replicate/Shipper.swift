@@ -51,7 +51,7 @@ final class Shipper: @unchecked Sendable {
         condition.broadcast()
     }
 
-    /// The end of the queue: retries give up at `deadline` (wall clock),
+    /// The end of the queue: retries give up at `deadline` (monotonic, `Clock.now()`),
     /// and the finish is queued without waiting for room (a full queue
     /// during a store outage would otherwise hold a stop past its timeout).
     func finish(giveUpAt deadline: Double) {
@@ -61,7 +61,7 @@ final class Shipper: @unchecked Sendable {
 
     var pendingBytes: Int { condition.lock(); defer { condition.unlock() }; return queuedBytes }
 
-    /// From now on, give up retrying at `deadline` (wall clock).
+    /// From now on, give up retrying at `deadline` (monotonic, `Clock.now()`).
     func giveUp(at deadline: Double) {
         condition.lock(); stopDeadline = deadline; condition.broadcast(); condition.unlock()
     }
@@ -85,7 +85,7 @@ final class Shipper: @unchecked Sendable {
 
     private var deadlinePassed: Bool {
         condition.lock(); defer { condition.unlock() }
-        return stopDeadline.map { Clock.wall() >= $0 } ?? false
+        return stopDeadline.map { Clock.now() >= $0 } ?? false
     }
 
     /// Runs `body` until it succeeds, waiting 0.5 s, 1 s, 2 s ... (at most
