@@ -267,13 +267,15 @@ final class ReplicateTests: XCTestCase {
         var packs: [String: [UInt8]] = [:]
         for item in items {
             switch item {
-            case .put(let key, let bytes, _):
+            case .put(let object, _):
+                let key = object.key.name, bytes = object.bytes
                 // (Every object is named by its SHA-256: the shipper hands it to S3 as the payload's hash.)
                 XCTAssertEqual(String(key.split(separator: "/").last!), Hex.encode(Array(SHA256.hash(data: bytes))), key)
                 if key.hasPrefix("index/") {
                     try IndexObject.decode(try repository.keys.open(bytes, what: key), what: key, into: &index, source: 0)
                 }
-            case .putSpooled(let key, let file, let offset, let count):
+            case .putSpooled(let objectKey, let file, let offset, let count):
+                let key = objectKey.name
                 packs[key] = try file.read(offset: offset, count: count)
                 XCTAssertEqual(String(key.split(separator: "/").last!), Hex.encode(Array(SHA256.hash(data: packs[key]!))), key)
             default: break
@@ -375,10 +377,10 @@ final class ReplicateTests: XCTestCase {
         let result = Locked(true)
         Thread { result.withLock { $0 = shipper.run() }; ended.signal() }.start()
         shipper.enqueue(.begin)
-        shipper.enqueue(.put(key: "packs/00/00", bytes: [UInt8](repeating: 1, count: 5000), role: .pack))
+        shipper.enqueue(.put(SealedObject(key: ObjectKey("packs/00/00"), bytes: [UInt8](repeating: 1, count: 5000), sha256: []), role: .pack))
         let started = Date()
         let finished = DispatchSemaphore(value: 0)
-        Thread { shipper.finish(giveUpAt: Clock.wall() + 1); finished.signal() }.start()
+        Thread { shipper.finish(giveUpAt: Clock.now() + 1); finished.signal() }.start()
         XCTAssertEqual(finished.wait(timeout: .now() + 5), .success, "the finish was queued")
         XCTAssertEqual(ended.wait(timeout: .now() + 10), .success, "the shipper gave up at its deadline")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)

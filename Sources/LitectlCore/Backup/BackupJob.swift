@@ -240,10 +240,6 @@ public enum BackupJob {
         return name
     }
 
-    /// The absolute path with links resolved (as given when that fails).
-    public static func resolvedPath(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return DurableFolder.absolute(path) }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
+    /// The absolute path with links resolved (`FilePaths.resolved`).
+    public static func resolvedPath(_ path: String) -> String { FilePaths.resolved(path) }
 }

@@ -79,26 +79,10 @@ public enum BackupMetrics {
     /// --metrics-file is refused before anything is backed up) and again as
     /// it is written.
     public static func require(_ path: String, apartFrom sources: [String], otherInputs: [String]) throws {
-        try SameFileRule.require(output: path, apartFrom: sources, what: "a database being backed up")
-        try SameFileRule.require(output: path, apartFrom: otherInputs, what: "a key, passphrase or config file the run reads")
-        try WriteGate.shared.requireWritable(path, what: "the metrics file", replacing: PrometheusText.replaceRule)
+        try PrometheusText.requireWritable(path, apartFrom: sources, what: "a database being backed up", otherInputs: otherInputs)
     }
 
-    static func escape(_ s: String) -> String {
-        var out = ""
-        for c in s {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    static func escape(_ s: String) -> String { PrometheusText.escapeLabel(s) }
 
-    static func format(_ d: Double) -> String {
-        let ms = (d * 1000).rounded() / 1000
-        return ms == ms.rounded() ? String(Int64(ms)) : String(ms)
-    }
+    static func format(_ d: Double) -> String { PrometheusText.number(d) }
 }

@@ -72,7 +72,7 @@ public enum BackupRun {
         let (folder, _) = try folder(of: request)
         let now = now ?? Clock.wall()
         return try request.sources.map { source in
-            let resolved = BackupJob.resolvedPath(source)
+            let resolved = FilePaths.resolved(source)
             let catalog = try Retention.catalog(folder: folder, source: resolved)
             let keep = Retention.kept(times: catalog.map(\.manifest.startedAt) + [now],
                                       holdsData: catalog.map { EmptySource.holdsData(pageCount: $0.manifest.pageCount) } + [true],
@@ -95,7 +95,7 @@ public enum BackupRun {
         for source in request.sources { WriteGate.shared.protect(database: source, what: "a database being backed up", changeable: false) }
         let owner = isFolder ? WriteGate.shared.protect(tree: folder, what: "the backup folder \(folder)", kind: .backupFolder) : nil
         if let path = request.metricsFile {
-            try BackupMetrics.require(path, apartFrom: request.sources.map { BackupJob.resolvedPath($0) }, otherInputs: [])
+            try BackupMetrics.require(path, apartFrom: request.sources.map { FilePaths.resolved($0) }, otherInputs: [])
         }
         let lock = try FolderLock(folder: folder, timeout: request.timeout, owner: owner)
         defer { lock.release() }
@@ -132,7 +132,7 @@ public enum BackupRun {
             } catch {
                 let failure = error as? DatabaseError ?? DatabaseError(code: .error, message: "\(error)", path: source)
                 result.error = failure
-                metrics.append(BackupMetric(source: BackupJob.resolvedPath(source), success: false, finishedAt: nil,
+                metrics.append(BackupMetric(source: FilePaths.resolved(source), success: false, finishedAt: nil,
                                             durationSeconds: Clock.wall() - started, bytes: 0,
                                             verified: failure.code.primary == .corrupt ? 0 : -1))
             }

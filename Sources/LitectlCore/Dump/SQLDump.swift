@@ -359,12 +359,3 @@ func cellIsText(_ cell: Cell) -> Bool {
     if case .text = cell { return true }
     return false
 }
-
-
-extension String {
-    /// The string on one line: CR and LF as spaces (for `--` comments and
-    /// messages on one line).
-    public func replacingNewlines() -> String {
-        String(unicodeScalars.map { $0 == "\n" || $0 == "\r" ? " " : Character($0) })
-    }
-}

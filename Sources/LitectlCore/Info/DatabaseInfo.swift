@@ -141,19 +141,3 @@ public struct DatabaseInfo: Sendable {
             || Int64(header.freelistPageCount) != freelistCount
     }
 }
-
-extension Value {
-    /// The integer of an INTEGER value.
-    public var integerValue: Int64? {
-        if case .integer(let v) = self { return v }
-        return nil
-    }
-
-    /// TEXT or BLOB bytes; other values as their SQL literal (for display only).
-    var bytesForDisplay: [UInt8] {
-        switch self {
-        case .text(let b), .blob(let b): b
-        default: Array(sqlLiteral.utf8)
-        }
-    }
-}

@@ -10,6 +10,37 @@ public enum PrometheusText {
     /// nothing to lose).
     public static let replaceRule = ReplaceRule.onlyIf(kind: "a Prometheus textfile", matches: { looksLikeTextfile($0) })
 
+    /// A label value escaped as the format wants (backslash, quote, newline).
+    public static func escapeLabel(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    /// A sample value: to the millisecond, an integer without a fraction.
+    public static func number(_ d: Double) -> String {
+        let ms = (d * 1000).rounded() / 1000
+        return ms == ms.rounded() ? String(Int64(ms)) : String(ms)
+    }
+
+    /// The checks on a metrics file before a run begins (so that a wrong
+    /// --metrics-file is refused before anything is done) and again as it is
+    /// written: never one of the databases the run reads (`sources`) nor a
+    /// key, passphrase or config file it reads (`otherInputs`), and an
+    /// existing file only when it is a Prometheus textfile (`replaceRule`).
+    public static func requireWritable(_ path: String, apartFrom sources: [String], what sourcesAre: String, otherInputs: [String]) throws {
+        try SameFileRule.require(output: path, apartFrom: sources, what: sourcesAre)
+        try SameFileRule.require(output: path, apartFrom: otherInputs, what: "a key, passphrase or config file the run reads")
+        try WriteGate.shared.requireWritable(path, what: "the metrics file", replacing: replaceRule)
+    }
+
     /// Whether `head` (a file's first bytes, perhaps cut short) reads as the
     /// text format: UTF-8 lines, each empty, a `#` comment, or a sample
     /// `name{labels} value [timestamp]`. The last line is not judged when it

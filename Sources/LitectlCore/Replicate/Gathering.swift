@@ -14,9 +14,8 @@
 // gathering reads no object, and runs on a thread of its own beside the
 // follower and the shipper, as pure computation; the follower hands its
 // objects to the shipper as one unit, in write order. Part of the replicate
-// capability, built on Repository/'s blobs, packs, index objects and segments.
+// capability, built on Repository/'s pack assembler, sealed objects and segments.
 import Foundation
-import Crypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -141,17 +140,6 @@ final class PageSpool: @unchecked Sendable {
     }
 }
 
-/// What a gathering replaces: removed by the shipper once the gathering's objects are durable.
-struct Replacement {
-    var segments: [String]
-    var indexes: [String]
-    /// Packs that only `indexes` name (the follower's segment packs end with
-    /// random bytes, so no other writer's pack has their name).
-    var packs: [String]
-    /// A stop's gathering: no later one removes its packs.
-    var last = false
-}
-
 /// One gathering, on a thread of its own.
 final class Gathering: @unchecked Sendable {
     struct Job {
@@ -168,31 +156,21 @@ final class Gathering: @unchecked Sendable {
         case ready([UploadItem])
         case failed(String)
     }
-    private let outcome = Locked<Outcome?>(nil)
-    private let done = DispatchSemaphore(value: 0)
+    private let thread: NamedThread<Outcome>
 
     init(_ job: Job) {
-        let thread = Thread { [outcome, done] in
-            let result: Outcome
-            do { result = .ready(try Self.run(job)) } catch {
-                let message = (error as? StoreError)?.description ?? "\(error)"
-                result = .failed(message)
+        thread = NamedThread("litectl-gather") {
+            do { return .ready(try Self.run(job)) } catch {
+                return .failed((error as? StoreError)?.description ?? "\(error)")
             }
-            outcome.withLock { $0 = result }
-            done.signal()
         }
-        thread.name = "litectl-gather"
-        thread.start()
     }
 
     /// The outcome, when the gathering is done.
-    var finished: Outcome? { outcome.withLock { $0 } }
+    var finished: Outcome? { thread.result }
 
     /// Waits for the outcome.
-    func wait() -> Outcome {
-        done.wait(); done.signal()
-        return outcome.withLock { $0! }
-    }
+    func wait() -> Outcome { thread.wait() }
 
     /// The objects of a gathering: the spool's pages, each page's versions
     /// side by side and its newest in front, in blobs and packs; their index
@@ -202,37 +180,25 @@ final class Gathering: @unchecked Sendable {
         var order = spool.entries
         order.sort { ($0.page, $0.number) < ($1.page, $1.number) }
         let perBlob = repository.blobPages(pageSize: pageSize)
-        let log2 = UInt8(pageSize.trailingZeroBitCount)
         let compressor = ZstdCompressor(level: Repository.blobLevel)
         var items: [UploadItem] = [.begin]
         // The new packs wait in a spool file of their own, read back one at
-        // a time as the shipper writes them: memory stays flat.
+        // a time as the shipper writes them: memory stays flat. Packs of at
+        // most 1 MiB: the shipper holds one, and the HTTP client its copy,
+        // while the follower goes on (memory stays low).
         let output = try SpoolFile()
-        var group = [UInt8](repeating: 0, count: perBlob * pageSize), groupIDs: [PageID] = []
-        var pack: [UInt8] = [], packIDs: [PageID] = []
-        // Packs of at most 1 MiB: the shipper holds one, and the HTTP
-        // client its copy, while the follower goes on (memory stays low).
-        let packSize = min(repository.packSize, 1 << 20)
-        var blobs: [BlobRecord] = [], blobIDs: [[PageID]] = []
-        var emitted = Set<PageID>()
-        func flushPack() throws {
-            guard !pack.isEmpty else { return }
-            let id = PageID(digest: SHA256.hash(data: pack))
-            packIDs.append(id)
-            let offset = try pack.withUnsafeBytes { try output.append($0) }
-            items.append(.putSpooled(key: Repository.packKey(id), file: output, offset: offset, count: pack.count))
-            pack.removeAll(keepingCapacity: true)
+        let assembler = PackAssembler(repository: repository, size: min(repository.packSize, 1 << 20), closing: .beforeOverflow) { pack in
+            let offset = try pack.bytes.withUnsafeBytes { try output.append($0) }
+            items.append(.putSpooled(key: pack.key, file: output, offset: offset, count: pack.bytes.count))
         }
+        var group = [UInt8](repeating: 0, count: perBlob * pageSize), groupIDs: [PageID] = []
+        var emitted = Set<PageID>()
         func flushGroup() throws {
             guard !groupIDs.isEmpty else { return }
-            let blob = try group.withUnsafeBytes {
-                try repository.blob(of: UnsafeRawBufferPointer(rebasing: $0[0..<groupIDs.count * pageSize]), compressor: compressor)
+            try group.withUnsafeBytes {
+                try assembler.add(pages: UnsafeRawBufferPointer(rebasing: $0[0..<groupIDs.count * pageSize]), pageIDs: groupIDs,
+                                  pageSize: pageSize, compressor: compressor)
             }
-            if !pack.isEmpty && pack.count + blob.count > packSize { try flushPack() }
-            blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
-                                    pages: UInt8(groupIDs.count), pageSizeLog2: log2, source: 0))
-            blobIDs.append(groupIDs)
-            pack.append(contentsOf: blob)
             groupIDs.removeAll(keepingCapacity: true)
         }
         // Each page's versions newest first, its newest blob's worth (its
@@ -262,19 +228,15 @@ final class Gathering: @unchecked Sendable {
             }
             try flushGroup()
         }
-        try flushPack()
-        if !blobs.isEmpty {
-            let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { blobs[$0] }, id: { blobIDs[$0][$1] })
-            let sealed = try repository.keys.seal(object)
-            items.append(.put(key: "index/" + Hex.encode(Array(SHA256.hash(data: sealed))), bytes: sealed, role: .gatheredIndex))
-        }
+        try assembler.flush()
+        if let index = try assembler.sealIndex() { items.append(.put(index, role: .gatheredIndex)) }
         let segment = Segment(chain: job.chain, hostname: job.hostname, path: job.path, pageSize: pageSize, states: job.states)
-        let (key, sealed) = try repository.sealSegment(segment)
-        items.append(.put(key: key, bytes: sealed, role: .gatheredSegment))
+        let sealed = try repository.sealSegment(segment)
+        items.append(.put(sealed, role: .gatheredSegment))
         var replaced = job.replaced
-        replaced.segments.removeAll { $0 == key }
+        replaced.segments.removeAll { $0 == sealed.key }
         items.append(.replace(replaced))
-        items.append(.end(ShippedUnit(kind: .merge, chain: job.chain, segment: key)))
+        items.append(.end(ShippedUnit(kind: .merge, chain: job.chain, segment: sealed.key)))
         return items
     }
 }

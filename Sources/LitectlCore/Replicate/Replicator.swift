@@ -114,7 +114,7 @@ public enum ReplicateEvent: Sendable {
         init(database: String, unit: ShippedUnit, bytes: Int64) {
             self.database = database
             kind = switch unit.kind { case .states: "segment"; case .base: "base"; case .fold: "fold"; case .merge: "merge" }
-            chain = unit.chain; segment = unit.segment; snapshot = unit.snapshot; states = unit.states
+            chain = unit.chain; segment = unit.segment?.name; snapshot = unit.snapshot; states = unit.states
             self.bytes = bytes
             durable = Clock.wall()
         }
@@ -180,7 +180,7 @@ public final class Replicator: @unchecked Sendable {
         // sets of read marks on one -shm in one process would each drop the
         // other's POSIX locks when they close a descriptor of it.
         var seen = Set<String>()
-        let sources = sources.filter { seen.insert(BackupJob.resolvedPath($0)).inserted }
+        let sources = sources.filter { seen.insert(FilePaths.resolved($0)).inserted }
         self.sources = sources; self.repository = repository; self.options = options; self.events = events
         controls = sources.map { _ in FollowerControl() }
         statuses = sources.map { FollowerStatus(database: $0) }
@@ -206,7 +206,8 @@ public final class Replicator: @unchecked Sendable {
         }
         for source in sources { WriteGate.shared.protect(database: source, what: "a database being replicated") }
         if let file = options.metricsFile {
-            try BackupMetrics.require(file, apartFrom: sources.map { BackupJob.resolvedPath($0) }, otherInputs: options.otherInputs)
+            try PrometheusText.requireWritable(file, apartFrom: sources.map { FilePaths.resolved($0) }, what: "a database being backed up",
+                                               otherInputs: options.otherInputs)
         }
         // Each database is checked once first (WAL mode, a -shm it can write):
         // a misconfiguration stops the start, with its one line.
@@ -220,7 +221,7 @@ public final class Replicator: @unchecked Sendable {
         var acquired: [FollowerLease] = []
         do {
             for source in sources {
-                guard let lease = try FollowerLease.acquire(repository, path: BackupJob.resolvedPath(source), timeout: options.lockTimeout,
+                guard let lease = try FollowerLease.acquire(repository, path: FilePaths.resolved(source), timeout: options.lockTimeout,
                                                             cancelled: { [self] in isStopping },
                                                             note: { [events] in events(.problem(database: source, message: $0, retrying: true)) }) else {
                     for l in acquired { l.release() }
@@ -249,16 +250,8 @@ public final class Replicator: @unchecked Sendable {
                 stopped.unlock()
             }
         }
-        let results = Locked([Bool](repeating: false, count: sources.count))
-        let group = DispatchGroup()
-        for (i, source) in sources.enumerated() {
-            group.enter()
-            let thread = Thread { [self] in
-                results.withLock { $0[i] = follow(source, lease: leases[i], control: controls[i], status: statuses[i]) }
-                group.leave()
-            }
-            thread.name = "litectl-follow"
-            thread.start()
+        let followers = sources.enumerated().map { i, source in
+            NamedThread("litectl-follow") { [self] in follow(source, lease: leases[i], control: controls[i], status: statuses[i]) }
         }
         let metrics = options.metricsFile.map { file in
             Concurrently.start { [self] in
@@ -270,12 +263,12 @@ public final class Replicator: @unchecked Sendable {
                 }
             }
         }
-        group.wait()
+        let results = followers.map { $0.wait() }
         stop()
         _ = try? keeper.wait()
         _ = try? metrics?.wait()
         if let file = options.metricsFile { writeMetrics(to: file) }
-        return results.withLock { $0 }.allSatisfy { $0 }
+        return results.allSatisfy { $0 }
     }
 
     /// One database, followed again after a failure (5 s, doubling to 60
@@ -321,14 +314,14 @@ enum ReplicateMetrics {
         func family(_ name: String, _ type: String, _ help: String, _ value: (FollowerStatus) -> String?) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for s in statuses {
-                if let v = value(s) { out += "\(name){database=\"\(BackupMetrics.escape(BackupJob.resolvedPath(s.database)))\"} \(v)\n" }
+                if let v = value(s) { out += "\(name){database=\"\(PrometheusText.escapeLabel(FilePaths.resolved(s.database)))\"} \(v)\n" }
             }
         }
         family("litectl_replicate_lag_seconds", "gauge", "Seconds since the oldest commit observed and not yet durable in the repository (0 when none).") {
-            BackupMetrics.format($0.lag)
+            PrometheusText.number($0.lag)
         }
         family("litectl_replicate_last_shipped_commit_timestamp_seconds", "gauge", "When the newest state durable in the repository was observed (seconds since 1970).") {
-            $0.lastShipped.map { BackupMetrics.format($0) }
+            $0.lastShipped.map { PrometheusText.number($0) }
         }
         family("litectl_replicate_shipped_bytes_total", "counter", "Bytes written to the repository since the follower started.") { String($0.bytesShipped) }
         family("litectl_replicate_shipped_states_total", "counter", "States made durable since the follower started.") { String($0.statesShipped) }

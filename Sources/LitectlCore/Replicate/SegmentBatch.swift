@@ -2,21 +2,20 @@
 // recorded: their new pages gathered into blobs (the versions of one page
 // side by side, so that zstd stores a later version as its few changed
 // bytes), the blobs into packs, one index object for them, then the segment
-// naming the states. Each object is made whole here, on the follower's
-// thread, and handed to the shipper in write order (packs, index, segment),
-// so that no segment is ever durable before the pages it names. Part of the
-// replicate capability, built on Repository/'s blobs, packs, index objects,
-// crypto and object names.
-import Crypto
+// naming the states. Each object is made whole here (the packs and their
+// index object by Repository/'s pack assembler), on the follower's thread,
+// and handed to the shipper in write order (packs, index, segment), so that
+// no segment is ever durable before the pages it names. Part of the
+// replicate capability, built on Repository/'s pack assembler and sealed objects.
 
 /// One unit of work for the shipper: objects written under one shared lock, in order.
 enum UploadItem {
     /// Take the repository's shared lock (prune waits for it).
     case begin
     /// Write an object (its key names its content; writing it again is harmless).
-    case put(key: String, bytes: [UInt8], role: Role)
+    case put(SealedObject, role: Role)
     /// Write a pack whose bytes wait in a spool file (a gathering's).
-    case putSpooled(key: String, file: SpoolFile, offset: Int64, count: Int)
+    case putSpooled(key: ObjectKey, file: SpoolFile, offset: Int64, count: Int)
     /// Gather every segment and index object of the chain into one each,
     /// when a fold closes it.
     case closeChain(String)
@@ -34,7 +33,7 @@ enum UploadItem {
 
     enum Role { case pack, index, segment, list, snapshot, gatheredIndex, gatheredSegment }
 
-    var size: Int { if case .put(_, let bytes, _) = self { return bytes.count } else { return 0 } }
+    var size: Int { if case .put(let object, _) = self { return object.bytes.count } else { return 0 } }
 }
 
 /// What a unit made durable.
@@ -46,7 +45,7 @@ struct ShippedUnit {
     var states: [ReplicaState] = []
     /// The snapshot written (base, fold).
     var snapshot: String?
-    var segment: String?
+    var segment: ObjectKey?
 }
 
 /// A set of page ids known to be stored and named by the current chain (the
@@ -74,7 +73,6 @@ struct KnownPages {
 final class SegmentBatch {
     let repository: Repository
     let pageSize: Int
-    private let log2: UInt8
     /// Segment packs are compressed at zstd's fast level -2 (no Huffman
     /// coding of literals), not backup's level 1: a gathering stores their
     /// pages again within a period, so they are short-lived, and at level 1
@@ -91,26 +89,26 @@ final class SegmentBatch {
     /// The pages of one blob before compression (kept from cut to cut: no
     /// fresh megabyte to fault in every second).
     private var blobBuffer: [UInt8] = []
-    /// The pack being filled, and the blobs written since the last index object.
-    private var pack: [UInt8] = []
-    private var packIDs: [PageID] = []
-    private var blobs: [BlobRecord] = []
-    private var blobIDs: [[PageID]] = []
+    /// The packs of the unit in progress (salted: Repository/PackAssembler.swift).
+    private var assembler: PackAssembler!
     private(set) var states: [ReplicaState] = []
     private var begun = false
     /// Bytes handed to the shipper for the unit in progress.
     private(set) var bytes: Int64 = 0
     /// The objects of the last cut: its packs and index object.
-    private(set) var lastPacks: [String] = []
-    private(set) var lastIndex: String?
+    private(set) var lastPacks: [ObjectKey] = []
+    private(set) var lastIndex: ObjectKey?
     /// Pages added since the batch was made.
     private(set) var pagesAdded = 0
     let emit: (UploadItem) throws -> Void
 
     init(repository: Repository, pageSize: Int, emit: @escaping (UploadItem) throws -> Void) {
         self.repository = repository; self.pageSize = pageSize; self.emit = emit
-        log2 = UInt8(pageSize.trailingZeroBitCount)
         rawBytes.reserveCapacity(Self.rawLimit + pageSize)
+        assembler = PackAssembler(repository: repository, closing: .beforeOverflow, salted: true) { [unowned self] pack in
+            lastPacks.append(pack.key)
+            try send(.put(pack.object, role: .pack))
+        }
     }
 
     var isEmpty: Bool { states.isEmpty }
@@ -146,30 +144,13 @@ final class SegmentBatch {
             rawBytes.withUnsafeBytes { all in
                 for r in raw[start..<end] { blobBuffer.append(contentsOf: all[r.at..<r.at + pageSize]) }
             }
-            let blob = try blobBuffer.withUnsafeBytes { try repository.blob(of: $0, compressor: compressor) }
-            if !pack.isEmpty && pack.count + blob.count > repository.packSize { try flushPack() }
-            blobs.append(BlobRecord(pack: UInt32(packIDs.count), offset: UInt32(pack.count), length: UInt32(blob.count),
-                                    pages: UInt8(end - start), pageSizeLog2: log2, source: 0))
-            blobIDs.append(raw[start..<end].map(\.id))
-            pack.append(contentsOf: blob)
+            try blobBuffer.withUnsafeBytes {
+                try assembler.add(pages: $0, pageIDs: raw[start..<end].lazy.map(\.id), pageSize: pageSize, compressor: compressor)
+            }
             start = end
         }
         raw.removeAll(keepingCapacity: true)
         rawBytes.removeAll(keepingCapacity: true)
-    }
-
-    /// Writes the pack, ended with 16 random bytes that no blob covers: no
-    /// other writer's pack can have its name, so the pack a gathering
-    /// replaces can be removed without reading every index object.
-    private func flushPack() throws {
-        guard !pack.isEmpty else { return }
-        var random = SystemRandomNumberGenerator()
-        for _ in 0..<2 { withUnsafeBytes(of: random.next() as UInt64) { pack.append(contentsOf: $0) } }
-        let id = PageID(digest: SHA256.hash(data: pack))
-        packIDs.append(id)
-        lastPacks.append(Repository.packKey(id))
-        try send(.put(key: Repository.packKey(id), bytes: pack, role: .pack))
-        pack = []
     }
 
     /// Ends the batch: the last pack, the index object of its blobs, the
@@ -178,25 +159,23 @@ final class SegmentBatch {
         guard !states.isEmpty else { return nil }
         lastIndex = nil
         try compressRaw()
-        try flushPack()
-        if !blobs.isEmpty {
-            let object = IndexObject.encode(for: repository, packs: packIDs, blobCount: blobs.count, blob: { self.blobs[$0] },
-                                            id: { self.blobIDs[$0][$1] })
-            let sealed = try repository.keys.seal(object)
-            lastIndex = "index/" + Hex.encode(Array(SHA256.hash(data: sealed)))
-            try send(.put(key: lastIndex!, bytes: sealed, role: .index))
+        try assembler.flush()
+        if let sealed = try assembler.sealIndex() {
+            lastIndex = sealed.key
+            try send(.put(sealed, role: .index))
         }
+        assembler.reset()
         let segment = Segment(chain: chain, hostname: hostname, path: path, pageSize: pageSize, states: states)
-        let (key, sealed) = try repository.sealSegment(segment)
-        try send(.put(key: key, bytes: sealed, role: .segment))
-        let unit = ShippedUnit(kind: .states, chain: chain, states: states, segment: key)
+        let sealed = try repository.sealSegment(segment)
+        try send(.put(sealed, role: .segment))
+        let unit = ShippedUnit(kind: .states, chain: chain, states: states, segment: sealed.key)
         try emit(.end(unit))
-        states = []; blobs = []; blobIDs = []; packIDs = []; begun = false; bytes = 0
+        states = []; begun = false; bytes = 0
         return unit
     }
 
     /// Forgets the packs of the last cuts (the follower has taken them).
-    func takePacks() -> [String] {
+    func takePacks() -> [ObjectKey] {
         defer { lastPacks = [] }
         return lastPacks
     }

@@ -4,13 +4,11 @@
 // or failing. Items come in write order through a queue bounded in bytes;
 // each unit is written under a shared lock, kept from unit to unit for up to 5 s (prune waits for it, and gets in
 // between units); an object that cannot be written is retried with backoff
-// until it is, never skipped. It removes what gatherings replace
-// (Gathering.swift), and gathers a chain's segments and index objects into
-// one each when a fold closes it, so that restores read few objects. Part of the
-// replicate capability (built on Repository/'s locks, index objects and
-// object stores).
+// until it is, never skipped. Between writes it has the repository remove
+// what gatherings replace and gather a closed chain's segments and index
+// objects (Repository/ReplicaCollector.swift). Part of the replicate
+// capability (built on Repository/'s locks, sealed objects and collector).
 import Foundation
-import Crypto
 
 final class Shipper: @unchecked Sendable {
     let repository: Repository
@@ -25,24 +23,8 @@ final class Shipper: @unchecked Sendable {
     /// Called on the shipper's thread after each unit is durable, and on each failure.
     let shipped: (ShippedUnit, Int64) -> Void
     let problem: (String, Bool) -> Void
-    /// Segment and index objects of the current chain written since they were last gathered.
-    private var recentSegments: [String] = []
-    private var recentIndexes: [String] = []
-    /// Index objects of the chain that gatherings made.
-    private var chainIndexes: [String] = []
-    /// Index objects that cannot name a pack a gathering replaced: those
-    /// there before this follower wrote its first pack, and those it has
-    /// read or written since (nil until listed; kept to the last listing).
-    private var innocentIndexes: Set<String>?
-    /// Index objects written by any follower of this process (each names
-    /// only its own follower's packs): never read for another's packs.
-    static let writtenHere = Locked(Set<String>())
-    /// The segment packs this follower wrote that a gathering may yet
-    /// replace, and those of them another index object names (a prune's).
-    private var ownPacks = Set<String>()
-    private var namedElsewhere = Set<String>()
-    /// The packs the last gathering replaced, removed at the next one.
-    private var replacedPacks: [String] = []
+    /// The follower's own objects: what gatherings replaced, removed (Repository/ReplicaCollector.swift).
+    let collector: ReplicaCollector
 
     /// The database's lease: no unit is written while it is not held.
     let lease: FollowerLease?
@@ -51,6 +33,7 @@ final class Shipper: @unchecked Sendable {
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
         self.repository = repository; self.database = database; self.lease = lease; self.limit = limit
         self.shipped = shipped; self.problem = problem
+        collector = ReplicaCollector(repository: repository)
     }
 
     /// Queues an item. With `mayWait`, waits while the queue is over half as
@@ -68,7 +51,7 @@ final class Shipper: @unchecked Sendable {
         condition.broadcast()
     }
 
-    /// The end of the queue: retries give up at `deadline` (wall clock),
+    /// The end of the queue: retries give up at `deadline` (monotonic, `Clock.now()`),
     /// and the finish is queued without waiting for room (a full queue
     /// during a store outage would otherwise hold a stop past its timeout).
     func finish(giveUpAt deadline: Double) {
@@ -78,7 +61,7 @@ final class Shipper: @unchecked Sendable {
 
     var pendingBytes: Int { condition.lock(); defer { condition.unlock() }; return queuedBytes }
 
-    /// From now on, give up retrying at `deadline` (wall clock).
+    /// From now on, give up retrying at `deadline` (monotonic, `Clock.now()`).
     func giveUp(at deadline: Double) {
         condition.lock(); stopDeadline = deadline; condition.broadcast(); condition.unlock()
     }
@@ -102,7 +85,7 @@ final class Shipper: @unchecked Sendable {
 
     private var deadlinePassed: Bool {
         condition.lock(); defer { condition.unlock() }
-        return stopDeadline.map { Clock.wall() >= $0 } ?? false
+        return stopDeadline.map { Clock.now() >= $0 } ?? false
     }
 
     /// Runs `body` until it succeeds, waiting 0.5 s, 1 s, 2 s ... (at most
@@ -176,21 +159,21 @@ final class Shipper: @unchecked Sendable {
                     lockTaken = Clock.now()
                 }) { fail(); continue }
                 // (When they cannot be listed, no pack is ever removed: prune does it.)
-                if innocentIndexes == nil, !retrying("\(repository.location): cannot list index objects", skippingPermanent: true, {
-                    innocentIndexes = Set(try repository.store.list(prefix: "index/").map(\.key))
+                if !collector.listedIndexes, !retrying("\(repository.location): cannot list index objects", skippingPermanent: true, {
+                    try collector.listIndexes()
                 }) { fail() }
-            case .put(let key, let bytes, let role):
+            case .put(let object, let role):
                 if !leaseHeld() { fail(); continue }
-                if !retrying("\(repository.objectName(key)): cannot write", {
+                if !retrying("\(repository.objectName(object.key)): cannot write", {
                     try lock?.refresh()
-                    try put(key, bytes)
+                    try repository.put(object)
                 }) { fail(); continue }
-                unitBytes += Int64(bytes.count)
+                unitBytes += Int64(object.bytes.count)
                 switch role {
-                case .segment: recentSegments.append(key)
-                case .pack: ownPacks.insert(key)
-                case .index: recentIndexes.append(key); wrote(index: key)
-                case .gatheredIndex: chainIndexes.append(key); wrote(index: key)
+                case .segment: collector.wroteSegment(object.key)
+                case .pack: collector.wrotePack(object.key)
+                case .index: collector.wroteIndex(object.key, gathered: false)
+                case .gatheredIndex: collector.wroteIndex(object.key, gathered: true)
                 default: break
                 }
             case .putSpooled(let key, let file, let offset, let count):
@@ -202,29 +185,29 @@ final class Shipper: @unchecked Sendable {
                 }
                 if !retrying("\(repository.objectName(key)): cannot write", {
                     try lock?.refresh()
-                    try put(key, bytes)
+                    try repository.put(key, bytes)
                 }) { fail(); continue }
                 unitBytes += Int64(count)
             case .replace(let replaced):
                 if !retrying("\(repository.location): cannot remove what a gathering replaced", skippingPermanent: true, {
-                    try replace(replaced)
+                    try collector.replace(replaced)
                 }) { fail() }
             case .closeChain(let chain):
                 if !retrying("\(repository.location): cannot gather the segments of chain \(chain.prefix(8))", skippingPermanent: true, {
-                    unitBytes += try closeChain(chain)
+                    unitBytes += try collector.closeChain(chain)
                 }) { fail() }
             case .end(let unit):
                 inUnit = false
                 if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
                 shipped(unit, unitBytes)
             case .tidy:
-                guard !replacedPacks.isEmpty else { continue }
+                guard collector.hasReplacedPacks else { continue }
                 do {
                     if lock == nil {
                         lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
                         lockTaken = Clock.now()
                     }
-                    try reclaim()
+                    try collector.reclaim()
                 } catch {
                     let message = (error as? StoreError)?.description ?? (error as? DatabaseError)?.description ?? "\(error)"
                     problem("\(repository.location): cannot remove the packs the last gathering replaced: \(message); they are left to prune", false)
@@ -245,128 +228,7 @@ final class Shipper: @unchecked Sendable {
         return retrying("\(repository.location): cannot renew the lease of \(database)") { try lease.renew(force: true) }
     }
 
-    /// Writes an object. Every object the follower writes (packs, index
-    /// objects, segments, page lists, snapshots) is named by the SHA-256 of
-    /// its bytes (which `verify` checks): the store is given it, so that S3's
-    /// signed payload hash is not computed again (a second pass over every
-    /// byte shipped).
-    private func put(_ key: String, _ bytes: [UInt8]) throws {
-        if let last = key.split(separator: "/").last, last.utf8.count == 64, let digest = Hex.decode(String(last)) {
-            try repository.store.put(key, bytes, sha256: digest)
-        } else {
-            try repository.store.put(key, bytes)
-        }
-    }
-
-    private func wrote(index key: String) {
-        innocentIndexes?.insert(key)
-        Self.writtenHere.withLock { _ = $0.insert(key) }
-    }
-
-    private func removed(index key: String) {
-        Self.writtenHere.withLock { _ = $0.remove(key) }
-    }
-
     private func fail() {
         condition.lock(); failed = true; condition.broadcast(); condition.unlock()
-    }
-
-    /// Removes the segments and index objects a gathering replaced (its own
-    /// are durable), then the packs the gathering before it replaced (and, at
-    /// a stop's, its own): none that an index object other than this
-    /// process's own names (a prune that ran meanwhile gathers the index
-    /// objects it finds, ours too).
-    private func replace(_ replaced: Replacement) throws {
-        for key in replaced.segments { try remove(key) }
-        for key in replaced.indexes { try remove(key); removed(index: key) }
-        let gone = Set(replaced.segments + replaced.indexes)
-        recentSegments.removeAll { gone.contains($0) }
-        recentIndexes.removeAll { gone.contains($0) }
-        try reclaim()
-        // Packs are removed one gathering later: a restore that read the
-        // old index objects has had that long to read them. A stop's
-        // gathering has no later one: its packs go now (a restore that
-        // read the old index objects finds one missing, reads the index
-        // again and takes the gathering's).
-        replacedPacks = replaced.packs
-        if replaced.last { try reclaim() }
-    }
-
-    /// Removes an object; one already gone is not an error.
-    private func remove(_ key: String) throws {
-        do { try repository.store.delete(key) } catch let error as StoreError where error.kind == .notFound {}
-    }
-
-    /// Removes the packs the last gathering replaced, but those an index
-    /// object other than this process's own names.
-    private func reclaim() throws {
-        if !replacedPacks.isEmpty, let innocent = innocentIndexes {
-            let listed = try repository.store.list(prefix: "index/").map(\.key)
-            let here = Self.writtenHere.withLock { $0 }
-            for key in listed where !innocent.contains(key) && !here.contains(key) {
-                let bytes: [UInt8]
-                do { bytes = try repository.getObject(key) } catch let error as StoreError where error.kind == .notFound { continue }
-                var index = RepoIndex()
-                try IndexObject.decode(bytes, what: repository.objectName(key), into: &index, source: 0)
-                for pack in index.packs where ownPacks.contains(Repository.packKey(pack)) { namedElsewhere.insert(Repository.packKey(pack)) }
-            }
-            // (Those listed: read now, or innocent already; the others are gone.)
-            innocentIndexes = Set(listed)
-            for key in replacedPacks where !namedElsewhere.contains(key) { try remove(key) }
-            for key in replacedPacks { ownPacks.remove(key); namedElsewhere.remove(key) }
-            replacedPacks = []
-        }
-    }
-
-    /// Gathers every segment of a chain a fold closed into one, and its
-    /// index objects (those this process wrote) into one. Each new object is
-    /// written before those it replaces are removed; a retry after a failure
-    /// midway skips what is gone. Returns the bytes written.
-    private func closeChain(_ chain: String) throws -> Int64 {
-        var written: Int64 = 0
-        var segments: [(key: String, segment: Segment)] = []
-        for key in try repository.segmentKeys(chain: chain).map(\.key) {
-            do { segments.append((key, try repository.loadSegment(key))) } catch let error as StoreError where error.kind == .notFound {}
-        }
-        if segments.count > 1 {
-            var states: [UInt64: ReplicaState] = [:]
-            for s in segments { for state in s.segment.states { states[state.number] = state } }
-            let ordered = states.keys.sorted().map { states[$0]! }
-            // Only a run with no gap is gathered (a gap is left for verify to report).
-            if let first = ordered.first, ordered.last!.number - first.number + 1 == UInt64(ordered.count) {
-                let one = segments[0].segment
-                let merged = Segment(chain: chain, hostname: one.hostname, path: one.path, pageSize: one.pageSize, states: ordered)
-                let (key, bytes) = try repository.putSegment(merged)
-                written += Int64(bytes)
-                for old in segments.map(\.key) where old != key { try repository.store.delete(old) }
-            }
-        }
-        recentSegments = []
-        let indexKeys = chainIndexes + recentIndexes
-        var gathered: [String] = []
-        var index = RepoIndex()
-        if indexKeys.count > 1 {
-            for key in indexKeys {
-                let bytes: [UInt8]
-                do { bytes = try repository.getObject(key) } catch let error as StoreError where error.kind == .notFound { continue }
-                try IndexObject.decode(bytes, what: repository.objectName(key), into: &index, source: UInt32(gathered.count))
-                gathered.append(key)
-            }
-        }
-        if gathered.count > 1 {
-            let byBlob = index.entriesByBlob()
-            let object = IndexObject.encode(for: repository, packs: index.packs, blobCount: index.blobs.count, blob: { index.blobs[$0] },
-                                            id: { b, slot in index.entries[Int(byBlob.positions[Int(byBlob.starts[b]) + slot])].id })
-            let (id, bytes) = try repository.putObject(prefix: "index", object)
-            written += Int64(bytes)
-            wrote(index: "index/" + id)
-            for old in gathered where old != "index/" + id { try repository.store.delete(old); removed(index: old) }
-        }
-        chainIndexes = []
-        recentIndexes = []
-        // The chain's other segment packs are named by its index object for good.
-        ownPacks = Set(replacedPacks)
-        namedElsewhere.formIntersection(ownPacks)
-        return written
     }
 }

@@ -161,7 +161,7 @@ public struct HostConfig: Sendable, Equatable {
                 found = [pattern]
             }
             for path in found where !exclude.contains(where: { fnmatch($0, path, 0) == 0 }) {
-                if seen.insert(BackupJob.resolvedPath(path)).inserted { paths.append(path) }
+                if seen.insert(FilePaths.resolved(path)).inserted { paths.append(path) }
             }
         }
         return (paths, unmatched)

@@ -1,26 +1,16 @@
-// Gathers new pages into blobs (in a version-2 repository up to 64 pages or
-// 256 KiB compressed together with zstd, so that similar pages compress as a
-// stream would; one page per zlib blob in version 1), the blobs into pack
-// objects of about `Repository.packSize` bytes, writes each whole pack once
-// (never one object per page), and remembers where each page went for the
-// index object the run writes after its packs.
-import Crypto
+// A backup's new pages: each claimed once (a page met again is stored once),
+// gathered into blobs (in a version-2 repository up to 64 pages or 256 KiB
+// compressed together with zstd, so that similar pages compress as a stream
+// would; one page per zlib blob in version 1) and the blobs into packs of
+// about `Repository.packSize` bytes by the pack assembler, each whole pack
+// written once (never one object per page); then the index object of the
+// run's packs.
 
 final class PackWriter {
     let repository: Repository
-    private var buffer: [UInt8] = []
-    /// Every page claimed by this run, in the order of the blobs that hold
-    /// them: blob b holds ids[blobFirst[b] ..< blobFirst[b] + blobs[b].pages].
-    private(set) var ids: [PageID] = []
-    private(set) var blobs: [BlobRecord] = []
-    private var blobFirst: [UInt32] = []
-    /// The packs written, by their run-local number (`BlobRecord.pack`).
-    private(set) var packs: [PageID] = []
-    /// Blobs added whose pack is not written yet (the last of `blobs`).
-    private var pendingBlobs = 0
+    /// The packs, assembled and written to the store as each is full.
+    private var assembler: PackAssembler!
     private var table = IDTable()
-    private(set) var bytesWritten: Int64 = 0
-    private(set) var packsWritten = 0
     /// Called after each pack is stored (lock refresh).
     var afterPack: () throws -> Void = {}
 
@@ -31,76 +21,64 @@ final class PackWriter {
     init(repository: Repository, frameChecksums: Bool = true) {
         self.repository = repository
         self.frameChecksums = frameChecksums
+        assembler = PackAssembler(repository: repository, closing: .atSize) { [unowned self] pack in
+            try repository.put(pack.object)
+            try afterPack()
+        }
     }
 
+    /// Every page claimed by this run, in the order of the blobs that hold them.
+    var ids: [PageID] { assembler.ids }
+    var blobs: [BlobRecord] { assembler.blobs }
+    /// The packs written, by their run-local number (`BlobRecord.pack`).
+    var packs: [PageID] { assembler.packs }
+    var bytesWritten: Int64 { assembler.bytesWritten }
+    var packsWritten: Int { assembler.packsWritten }
+
     /// The position of a page this run claimed, or nil.
-    func position(of id: PageID) -> Int? { table.find(id, in: ids) }
+    func position(of id: PageID) -> Int? { table.find(id, in: assembler.ids) }
 
     /// Claims a new page: it gets the next position, and must then be put in a
     /// blob (in claim order). Returns nil when the run claimed it already.
     func claim(_ id: PageID) -> Int? {
-        if table.find(id, in: ids) != nil { return nil }
-        ids.append(id)
-        table.insert(id, position: UInt32(ids.count - 1), in: ids)
-        return ids.count - 1
+        if table.find(id, in: assembler.ids) != nil { return nil }
+        let position = assembler.reserve(id)
+        table.insert(id, position: UInt32(position), in: assembler.ids)
+        return position
     }
 
     /// Adds a blob (compressed, sealed) holding the next `pages` claimed pages.
     func add(blob: [UInt8], first: Int, pages: Int, pageSizeLog2: UInt8) throws {
-        precondition(first == (blobFirst.last.map { Int($0) } ?? 0) + Int(blobs.last?.pages ?? 0) && first + pages <= ids.count,
-                     "blobs are added in claim order")
-        // One allocation for the pack, never doubled past it.
-        if buffer.capacity < repository.packSize + blob.count { buffer.reserveCapacity(repository.packSize + 2 * blob.count + 4096) }
-        blobs.append(BlobRecord(pack: UInt32(packs.count), offset: UInt32(buffer.count), length: UInt32(blob.count),
-                                pages: UInt8(pages), pageSizeLog2: pageSizeLog2, source: 0))
-        blobFirst.append(UInt32(first))
-        pendingBlobs += 1
-        buffer.append(contentsOf: blob)
-        if buffer.count >= repository.packSize { try flush() }
+        try assembler.add(blob: blob, first: first, pages: pages, pageSizeLog2: pageSizeLog2)
     }
 
     /// Writes the pack in progress, if any.
-    func flush() throws {
-        guard pendingBlobs > 0 else { return }
-        let pack = PageID(digest: SHA256.hash(data: buffer))
-        try repository.store.put(Repository.packKey(pack), buffer)
-        packs.append(pack)
-        bytesWritten += Int64(buffer.count)
-        packsWritten += 1
-        buffer.removeAll(keepingCapacity: true)
-        pendingBlobs = 0
-        try afterPack()
-    }
+    func flush() throws { try assembler.flush() }
 
     /// Blobs in written packs.
-    var writtenBlobCount: Int { blobs.count - pendingBlobs }
+    var writtenBlobCount: Int { assembler.writtenBlobCount }
 
     /// The ids of the pages in written packs.
-    var writtenIDs: ArraySlice<PageID> {
-        let n = writtenBlobCount
-        return ids.prefix(n == 0 ? 0 : Int(blobFirst[n - 1]) + Int(blobs[n - 1].pages))
-    }
+    var writtenIDs: ArraySlice<PageID> { assembler.writtenIDs }
 
     /// The pack id of a written blob.
-    func pack(ofBlob b: Int) -> PageID { packs[Int(blobs[b].pack)] }
+    func pack(ofBlob b: Int) -> PageID { assembler.pack(ofBlob: b) }
 
     /// The id of the page in `slot` of blob `b`.
-    func id(blob b: Int, slot: Int) -> PageID { ids[Int(blobFirst[b]) + slot] }
+    func id(blob b: Int, slot: Int) -> PageID { assembler.id(blob: b, slot: slot) }
 
     /// Writes the index object for every pack written; returns its size in bytes (0 when nothing was written).
     func writeIndex() throws -> Int {
-        let n = writtenBlobCount
-        guard n > 0 else { return 0 }
-        let object = IndexObject.encode(for: repository, packs: packs, blobCount: n, blob: { self.blobs[$0] },
-                                        id: { self.ids[Int(self.blobFirst[$0]) + $1] })
-        return try repository.putObject(prefix: "index", object).bytes
+        guard let object = try assembler.sealIndex() else { return 0 }
+        try repository.put(object)
+        return object.bytes.count
     }
 
     /// The pack buffer, once the last pack is written.
-    func releaseBuffer() { buffer = [] }
+    func releaseBuffer() { assembler.releaseBuffer() }
 
     /// The memory no longer needed once the index object is written.
-    func releaseLookup() { table = IDTable(); buffer = [] }
+    func releaseLookup() { table = IDTable(); assembler.releaseBuffer() }
 }
 
 /// An open-addressing table from page ids to their positions in an array of

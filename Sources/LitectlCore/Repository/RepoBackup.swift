@@ -170,7 +170,7 @@ public enum RepoBackup {
         // Closing ends the read transaction a kept snapshot leaves open.
         defer { try? source.close() }
         try EmptySource.require(source, path: request.source, policy: request.shrink)
-        let sourcePath = BackupJob.resolvedPath(request.source)
+        let sourcePath = FilePaths.resolved(request.source)
         let folder = TemporaryFiles.folder(request.temporaryFolder)
         let copyFile = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
         defer { copyFile.discard() }

@@ -98,7 +98,7 @@ public enum RepoBackupRun {
     /// (`--dry-run`): of this run's databases only.
     public static func preview(_ settings: RepoBackupSettings, repository: Repository) throws -> [Snapshot] {
         let decision = RepoForget.decide(try repository.snapshots().snapshots, policy: settings.retention)
-        let paths = Set(settings.sources.map { BackupJob.resolvedPath($0) })
+        let paths = Set(settings.sources.map { FilePaths.resolved($0) })
         return decision.remove.filter { paths.contains($0.path) }
     }
 
@@ -115,7 +115,7 @@ public enum RepoBackupRun {
         // (the repository, its key and config file are in it already).
         for source in settings.sources { WriteGate.shared.protect(database: source, what: "a database being backed up", changeable: false) }
         if let path = settings.metricsFile {
-            try BackupMetrics.require(path, apartFrom: settings.sources.map { BackupJob.resolvedPath($0) }, otherInputs: settings.otherInputs)
+            try BackupMetrics.require(path, apartFrom: settings.sources.map { FilePaths.resolved($0) }, otherInputs: settings.otherInputs)
         }
         var template = RepoBackupRequest(source: "")
         template.tags = settings.tags
@@ -142,7 +142,7 @@ public enum RepoBackupRun {
                                         durationSeconds: s.durationSeconds, bytes: o.bytesAdded,
                                         verified: settings.verify == .none ? -1 : 1, shrunk: o.shrink != nil)
                 }
-                return BackupMetric(source: BackupJob.resolvedPath(result.source), success: false, finishedAt: nil,
+                return BackupMetric(source: FilePaths.resolved(result.source), success: false, finishedAt: nil,
                                     durationSeconds: 0, bytes: 0, verified: result.corrupt ? 0 : -1)
             }
             do { try BackupMetrics.write(metrics, to: path, otherInputs: settings.otherInputs) } catch { outcome.metricsError = error }

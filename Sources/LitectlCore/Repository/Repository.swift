@@ -175,9 +175,9 @@ public final class Repository: @unchecked Sendable {
 
     /// The kinds of objects whose name is the SHA-256 of their stored bytes,
     /// read whole (packs are read in ranges; their pages are checked by id).
-    static let addressedPrefixes = ["index/", "lists/", "snapshots/"]
+    static let addressedPrefixes = [ObjectKey.Kind.index, .lists, .snapshots].map(\.prefix)
 
-    static func packKey(_ pack: PageID) -> String { let h = pack.hex; return "packs/\(h.prefix(2))/\(h)" }
+    static func packKey(_ pack: PageID) -> String { ObjectKey.pack(pack).name }
 
     /// The index: every index object, merged into one table sorted by page id.
     public func loadIndex() throws -> RepoIndex {

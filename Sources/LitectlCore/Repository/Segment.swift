@@ -14,21 +14,8 @@
 import Crypto
 import Foundation
 
-/// Where a state ends in the database's -wal: the generation (its two salts)
-/// and the commit frame, with that frame's cumulative checksum.
-public struct WALPosition: Sendable, Equatable {
-    public var salt1: UInt32
-    public var salt2: UInt32
-    /// The commit frame that ends the state (1-based). 0: no frame of this
-    /// -wal generation (it was empty, or every frame was in the main file).
-    public var frame: UInt32
-    public var checksum1: UInt32
-    public var checksum2: UInt32
-
-    public init(salt1: UInt32, salt2: UInt32, frame: UInt32, checksum1: UInt32, checksum2: UInt32) {
-        self.salt1 = salt1; self.salt2 = salt2; self.frame = frame; self.checksum1 = checksum1; self.checksum2 = checksum2
-    }
-
+/// A position as a snapshot's replica facts record it (docs/repository.md).
+extension WALPosition {
     var json: JSON {
         .object([("salt1", .integer(Int64(salt1))), ("salt2", .integer(Int64(salt2))), ("frame", .integer(Int64(frame))),
                  ("checksum1", .integer(Int64(checksum1))), ("checksum2", .integer(Int64(checksum2)))])
@@ -321,20 +308,13 @@ public struct ReplicaInfo: Sendable {
 }
 
 extension Repository {
-    static func segmentPrefix(chain: String) -> String { "segments/\(chain)/" }
+    static func segmentPrefix(chain: String) -> String { ObjectKey.segmentPrefix(chain: chain) }
 
     /// Stores a segment; returns its key and stored size.
     func putSegment(_ segment: Segment) throws -> (key: String, bytes: Int) {
-        let sealed = try segment.encode(for: self)
-        let key = Self.segmentPrefix(chain: segment.chain) + Hex.encode(Array(SHA256.hash(data: sealed)))
-        try store.put(key, sealed)
-        return (key, sealed.count)
-    }
-
-    /// The stored bytes and key a segment would have (the key names its content).
-    func sealSegment(_ segment: Segment) throws -> (key: String, bytes: [UInt8]) {
-        let sealed = try segment.encode(for: self)
-        return (Self.segmentPrefix(chain: segment.chain) + Hex.encode(Array(SHA256.hash(data: sealed))), sealed)
+        let sealed = try sealSegment(segment)
+        try put(sealed)
+        return (sealed.key.name, sealed.bytes.count)
     }
 
     /// Reads a segment, checking that its bytes are the ones its name is the
@@ -357,7 +337,7 @@ extension Repository {
     /// Every segment object, by chain.
     public func segmentKeys() throws -> [String: [SegmentRef]] {
         var out: [String: [SegmentRef]] = [:]
-        for object in try store.list(prefix: "segments/") {
+        for object in try store.list(prefix: ObjectKey.Kind.segments.prefix) {
             let parts = object.key.split(separator: "/")
             guard parts.count == 3, PageID(hex: String(parts[1])) != nil, PageID(hex: String(parts[2])) != nil else { continue }
             out[String(parts[1]), default: []].append(SegmentRef(key: object.key, size: object.size))

@@ -9,7 +9,7 @@ public enum SnapshotSelector {
     public static func select(_ name: String, from snapshots: [Snapshot], database: String?, at: Double?,
                               location: String) throws -> Snapshot {
         func fits(_ s: Snapshot) -> Bool {
-            if let database, !sameBytes(s.database, database), !sameBytes(s.path, database), !sameBytes(s.path, BackupJob.resolvedPath(database)) { return false }
+            if let database, !sameBytes(s.database, database), !sameBytes(s.path, database), !sameBytes(s.path, FilePaths.resolved(database)) { return false }
             if let at, s.time > at { return false }
             return true
         }

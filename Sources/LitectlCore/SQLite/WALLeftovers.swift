@@ -10,17 +10,11 @@
 import Foundation
 
 enum WALLeftovers {
-    /// A file's identity (device and inode), whatever path reaches it.
-    struct FileID: Hashable {
-        var device: UInt64
-        var inode: UInt64
-    }
-
     /// A file a connection reads. `removeLeftovers` is false for a writing
     /// connection, or once its close was deferred (SQLite may still hold the file).
     struct Watch {
         var path: String
-        var id: FileID
+        var id: FileIdentity
         var removeLeftovers: Bool
     }
 
@@ -32,15 +26,13 @@ enum WALLeftovers {
     }
 
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var entries: [FileID: Entry] = [:]
+    nonisolated(unsafe) private static var entries: [FileIdentity: Entry] = [:]
 
     /// Starts watching `path` for a connection about to read it. Call before
     /// SQLite opens the file: the -wal and -shm must be missing now for them to
     /// be ours later.
     static func watch(_ path: String, readOnly: Bool) -> Watch? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard let id = FileIdentity(path) else { return nil }
         // The header is read (an open and a close of the file) only when no
         // connection of this process has the file open: closing a descriptor
         // drops every POSIX lock the process holds on the file, SQLite's too.

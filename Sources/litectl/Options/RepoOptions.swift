@@ -4,6 +4,7 @@
 import ArgumentParser
 import Foundation
 import LitectlCore
+import LitectlS3
 
 struct RepoOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The repository: a folder or s3://BUCKET/PREFIX (default: $LITECTL_REPO).", valueName: "url"))
@@ -69,24 +70,14 @@ struct RepoOptions: ParsableArguments {
     }
 
     /// The key of `location`, or $LITECTL_PASSPHRASE.
-    static func secret(_ location: RepositoryLocation) throws -> RepoSecret? {
-        if let keyFile = location.keyFile { return .keyFile(keyFile) }
-        if let passphraseFile = location.passphraseFile { return try .passphrase(file: passphraseFile) }
-        return RepoSecret.passphraseFromEnvironment(ProcessInfo.processInfo.environment)
-    }
+    static func secret(_ location: RepositoryLocation) throws -> RepoSecret? { try RepositoryOpener.secret(location) }
 
     func secret() throws -> RepoSecret? { try Self.secret(location) }
 
     /// The object store `url` names, with `location`'s S3 settings; -q
     /// (`quiet`) keeps the S3 client's retry notes off the terminal too.
     static func store(url: String, location: RepositoryLocation, quiet: Bool) throws -> ObjectStore {
-        if url.hasPrefix("s3://") {
-            return try makeS3Store(url: url, endpoint: location.endpoint, region: location.region, profile: location.profile, quiet: quiet)
-        }
-        if url.contains("://") {
-            throw StoreError(.other, location: URLRedaction.redacted(url), message: "unsupported repository URL: give a folder path or s3://BUCKET/PREFIX")
-        }
-        return FolderStore(path: url)
+        try RepositoryOpener.store(url: url, location: location, onRetry: retryNotes(quiet: quiet))
     }
 
     /// Opens the repository these options name (one error line naming it when that fails).
@@ -96,12 +87,8 @@ struct RepoOptions: ParsableArguments {
     /// one that is not encrypted.
     static func open(_ location: RepositoryLocation, quiet: Bool = false) throws -> Repository {
         guard let url = location.url else { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
-        let repository = try Repository.open(try store(url: url, location: location, quiet: quiet), secret: try secret(location))
-        if !repository.encrypted && !quiet,
-           let given = location.keyFile.map({ "--key-file \($0)" }) ?? location.passphraseFile.map({ "--passphrase-file \($0)" }) {
-            printError("warning: \(url): the repository is not encrypted, so \(given) is not used (is this the repository you meant?)")
-        }
-        return repository
+        return try RepositoryOpener.open(url: url, location: location, onRetry: retryNotes(quiet: quiet),
+                                         warning: { if !quiet { printError($0) } })
     }
 }
 

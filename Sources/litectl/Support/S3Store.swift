@@ -1,12 +1,12 @@
-// The one place the executable builds an S3 store (LitectlS3), and where the
-// store's retry notes reach the user: on a terminal only, on stderr.
+// Where the S3 store's retry notes reach the user: on a terminal only, on
+// stderr (the store itself is made by LitectlS3's RepositoryOpener).
 import Foundation
 import LitectlCore
 import LitectlS3
 
-func makeS3Store(url: String, endpoint: String?, region: String?, profile: String?, quiet: Bool = false) throws -> ObjectStore {
-    try S3ObjectStore(url: url, options: S3Options(endpoint: endpoint, region: region, profile: profile),
-                      onRetry: !quiet && isatty(STDERR_FILENO) == 1 ? printRetryNote : nil)
+/// The retry notes' receiver: none with -q or off a terminal.
+func retryNotes(quiet: Bool) -> (@Sendable (S3RetryNote) -> Void)? {
+    !quiet && isatty(STDERR_FILENO) == 1 ? printRetryNote : nil
 }
 
 /// `litectl: retrying PUT s3://... after HTTP 503 SlowDown (attempt 2 of 5)`:

@@ -6,8 +6,25 @@
 // salts are the generation's and its checksum continues the chain from the
 // one before it; only frames up to a commit frame count. The file is read
 // through SQLite's own handle of it (SQLITE_FCNTL_JOURNAL_POINTER), never a
-// second open. Part of the replicate capability (built on Repository/).
+// second open. The one reader of the -wal's format: `replicate` follows a
+// database with it (Recover/ reads a -wal with its own WALOverlay for now).
 import CSQLite
+
+/// Where a state ends in the database's -wal: the generation (its two salts)
+/// and the commit frame, with that frame's cumulative checksum.
+public struct WALPosition: Sendable, Equatable {
+    public var salt1: UInt32
+    public var salt2: UInt32
+    /// The commit frame that ends the state (1-based). 0: no frame of this
+    /// -wal generation (it was empty, or every frame was in the main file).
+    public var frame: UInt32
+    public var checksum1: UInt32
+    public var checksum2: UInt32
+
+    public init(salt1: UInt32, salt2: UInt32, frame: UInt32, checksum1: UInt32, checksum2: UInt32) {
+        self.salt1 = salt1; self.salt2 = salt2; self.frame = frame; self.checksum1 = checksum1; self.checksum2 = checksum2
+    }
+}
 
 /// A frame or header that is not what the follower expected: the -wal is
 /// not the generation it read (it was restarted), or is damaged. The
