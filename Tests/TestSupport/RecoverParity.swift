@@ -1,8 +1,9 @@
-// Damaged copies of a sound database made the same way on every run, and a
-// tally of what a salvage of one kept of each table of the original, taken
-// the same way of litectl's `recover` and of the sqlite3 shell's `.recover`
-// (by the sqlite3 CLI, with the original attached), so that the two can be
-// compared table by table.
+// Damaged copies of a sound database, drawn from a seed that is fresh on
+// each run (LITECTL_RECOVER_SEED fixes it, to replay a failure), and what a
+// salvage of one kept of each table of the original (a tally, and the rows
+// kept exactly), taken the same way of litectl's `recover` and of the
+// sqlite3 shell's `.recover` (by the sqlite3 CLI, with the original
+// attached), so that the two can be compared table by table.
 import Foundation
 import LitectlCore
 
@@ -17,15 +18,24 @@ public struct CorpusDamage: Sendable {
         self.apply = apply
     }
 
-    /// The damages tried on every database: random bit flips anywhere in
-    /// the file, bit flips within one page, a zeroed page, a zeroed table
-    /// leaf, a zeroed interior page of a table, a truncated file. Each is
-    /// drawn from a generator seeded by the file's name and the damage's
-    /// place in the list, so that a failure can be run again.
-    public static func standard(for path: String, map: PageMap) -> [CorpusDamage] {
+    /// The seed the damages of this run are drawn from: LITECTL_RECOVER_SEED
+    /// when set (to replay a failure: every failure message names the
+    /// seed), else a fresh one, so that each run tries new damage.
+    public static let runSeed: UInt64 = {
+        if let given = ProcessInfo.processInfo.environment["LITECTL_RECOVER_SEED"], let seed = UInt64(given) { return seed }
+        return UInt64.random(in: 0...UInt64.max)
+    }()
+
+    /// The damages tried on every database: random bit flips spread over
+    /// the whole file (16, 64 and 256 of them), bit flips within one page,
+    /// a zeroed page, a zeroed table leaf, a zeroed interior page of a
+    /// table, a truncated file. Each is drawn from a generator seeded by
+    /// `seed` and the file's name, so that a failure can be run again with
+    /// the same seed.
+    public static func standard(for path: String, map: PageMap, seed runSeed: UInt64 = CorpusDamage.runSeed) -> [CorpusDamage] {
         let pageSize = map.pageSize
         let pageCount = Int(map.pageCount)
-        var seed: UInt64 = 0xCBF2_9CE4_8422_2325
+        var seed: UInt64 = 0xCBF2_9CE4_8422_2325 ^ runSeed
         for byte in DurableFolder.baseName(of: path).utf8 { seed = (seed ^ UInt64(byte)) &* 0x100_0000_01B3 }
         var damages: [CorpusDamage] = []
         var rng = SplitMix64(seed: seed)
@@ -34,9 +44,9 @@ public struct CorpusDamage: Sendable {
             { bytes in for i in (page - 1) * pageSize..<min(bytes.count, page * pageSize) { bytes[i] = 0 } }
         }
 
-        for copy in 1...2 {
-            let flips = (0..<16).map { _ in (rng.next(), UInt8(1) << (rng.next() % 8)) }
-            damages.append(CorpusDamage(name: "16 random bits flipped (\(copy))") { bytes in
+        for count in [16, 64, 256] {
+            let flips = (0..<count).map { _ in (rng.next(), UInt8(1) << (rng.next() % 8)) }
+            damages.append(CorpusDamage(name: "\(count) random bits flipped over the file") { bytes in
                 for (at, bit) in flips { bytes[Int(at % UInt64(bytes.count))] ^= bit }
             })
         }
@@ -207,4 +217,115 @@ public struct SalvageTally: Sendable, Equatable, CustomStringConvertible {
 
     /// `text` as an SQL string literal.
     static func sqlString(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+}
+
+/// The original's rows a salvage kept with every value exact, wherever in
+/// the output it kept them: in their table, in lost_and_found (as a record:
+/// the rowid in `id`, an INTEGER PRIMARY KEY's field NULL, a WITHOUT ROWID
+/// table's fields in its record's order), or in a `recovered_root_N` table.
+/// The shell's `.recover` and litectl's `recover` are compared by these sets:
+/// each row the shell keeps must be among litectl's. Values compare with
+/// `IS` and their types (TEXT and BLOB byte for byte under BINARY). Rows
+/// lost_and_found took from pages the original's freelist held are left out
+/// (deleted rows, which the shell reads and litectl does not), as are
+/// R*Tree shadow tables (`SalvageTally` compares R*Trees by their entries).
+public enum KeptRows {
+    /// "table|key" for each row of the original found exactly in `output`;
+    /// the key is the rowid, or a WITHOUT ROWID table's quoted primary key.
+    public static func exact(output: String, original: String, map: PageMap) throws -> Set<String> {
+        let source = try Connection(path: original, mode: .readOnly)
+        func texts(_ sql: String, _ arguments: [Value] = []) throws -> [String] {
+            try source.rows(sql, arguments).compactMap { row in
+                if case .text(let n) = row[0] { return String(decoding: n, as: UTF8.self) }
+                return nil
+            }
+        }
+        let rtrees = try texts("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING rtree%'")
+        let shadows = Set(rtrees.flatMap { r in ["_node", "_rowid", "_parent"].map { r + $0 } })
+        let tables = try texts("""
+            SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%'
+            ORDER BY name
+            """).filter { !shadows.contains($0) }
+
+        let names = try SalvageTally.sqlite3Lines(output, "SELECT name FROM main.sqlite_schema WHERE type = 'table'", original: nil)
+        let present = Set(names)
+        // Record-shaped tables of the output and how many value columns each has.
+        var recordTables: [(name: String, id: String, width: Int, extra: String)] = []
+        let free = (map.freelistTrunks + map.freelistLeaves).map(String.init).joined(separator: ", ")
+        for name in names where name.hasPrefix("lost_and_found") || name.hasPrefix("recovered_root_") {
+            let columns = try SalvageTally.sqlite3Lines(output, "SELECT name FROM pragma_table_info(\(SalvageTally.sqlString(name)))",
+                                                        original: nil)
+            let width = columns.filter { $0.hasPrefix("c") && Int($0.dropFirst()) != nil }.count
+            if name.hasPrefix("lost_and_found") {
+                recordTables.append((name, "id", width, free.isEmpty ? "" : " AND l.pgno NOT IN (\(free))"))
+            } else {
+                recordTables.append((name, "rowid", width, ""))
+            }
+        }
+
+        var script: [String] = []
+        for table in tables {
+            let q = quoteIdentifier(table)
+            let info = try source.rows("SELECT cid, name, type, pk FROM pragma_table_info(?1) ORDER BY cid", [.text(table)])
+            let columns = info.compactMap { row -> String? in
+                if case .text(let n) = row[1] { return String(decoding: n, as: UTF8.self) }
+                return nil
+            }
+            let withoutRowid = map.trees[table]?.withoutRowid ?? false
+            // The record's fields, in order: a column, or nil for a NULL (an INTEGER PRIMARY KEY).
+            var fields: [String?] = columns
+            var key = "s.rowid"
+            if withoutRowid {
+                let index = try texts("SELECT name FROM pragma_index_list(?1) WHERE origin = 'pk'", [.text(table)])
+                guard let pk = index.first else { continue }
+                let order = try source.rows("SELECT name, key FROM pragma_index_xinfo(?1) ORDER BY seqno", [.text(pk)])
+                fields = order.compactMap { row -> String? in
+                    if case .text(let n) = row[0] { return String(decoding: n, as: UTF8.self) }
+                    return nil
+                }
+                let keyColumns = order.filter { $0[1] == .integer(1) }.compactMap { row -> String? in
+                    if case .text(let n) = row[0] { return "quote(s.\(quoteIdentifier(String(decoding: n, as: UTF8.self))))" }
+                    return nil
+                }
+                key = keyColumns.joined(separator: " || ',' || ")
+            } else {
+                let pk = info.filter { if case .integer(let k) = $0[3] { return k > 0 } else { return false } }
+                if pk.count == 1, case .text(let t) = pk[0][2], asciiUpperCase(String(decoding: t, as: UTF8.self)) == "INTEGER",
+                   case .integer(let cid) = pk[0][0] {
+                    fields[Int(cid)] = nil
+                }
+            }
+            func same(_ a: String, _ b: String) -> String { "\(a) IS \(b) COLLATE BINARY AND typeof(\(a)) = typeof(\(b))" }
+            var found: [String] = []
+            if present.contains(table) {
+                let match = columns.map { same("r.\(quoteIdentifier($0))", "s.\(quoteIdentifier($0))") }
+                let where_ = withoutRowid ? match : ["r.rowid = s.rowid"] + match
+                found.append("EXISTS (SELECT 1 FROM main.\(q) AS r WHERE \(where_.joined(separator: " AND ")))")
+            }
+            for record in recordTables {
+                var match = withoutRowid ? [] : ["l.\(record.id) = s.rowid"]
+                for (i, field) in fields.enumerated() {
+                    let value = field.map { "s.\(quoteIdentifier($0))" } ?? "NULL"
+                    match.append(i < record.width ? same("l.c\(i)", value) : "\(value) IS NULL")
+                }
+                found.append("EXISTS (SELECT 1 FROM main.\(quoteIdentifier(record.name)) AS l WHERE \(match.joined(separator: " AND "))\(record.extra))")
+            }
+            guard !found.isEmpty else { continue }
+            // One statement per place, so that one SQLite cannot read (a table
+            // whose schema row it cannot parse) does not hide the others.
+            for clause in found {
+                script.append("SELECT \(SalvageTally.sqlString(table)), \(key) FROM o.\(q) AS s WHERE \(clause);")
+            }
+        }
+        var kept = Set<String>()
+        for line in try SalvageTally.sqlite3Lines(output, script.joined(separator: "\n"), original: original) {
+            let parts = line.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2 { kept.insert(parts[0] + "|" + parts[1]) }
+        }
+        return kept
+    }
+
+    static func asciiUpperCase(_ text: String) -> String {
+        String(decoding: text.utf8.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 }, as: UTF8.self)
+    }
 }

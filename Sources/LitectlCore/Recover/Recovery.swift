@@ -136,6 +136,7 @@ final class RecoveryRun {
             claimFreelist()
             try salvageOrphans()
             try finishRTrees()
+            try lost.flush()
             try createLaterObjects()
             report(Int(total))
             var result = makeReport()

@@ -78,7 +78,11 @@ final class SalvagePayloadReader {
             // Every page but the last names the next one; a next pointer past
             // the file means this is not an overflow page at all (a b-tree
             // page's first byte reads as a page number in the tens of millions).
-            if !last && (link < 2 || link > file.pageCount) || last && link > file.pageCount {
+            // The last page's pointer is never followed (the recover
+            // extension ignores it): there, damage to it (a flipped bit) costs
+            // nothing, and only a first byte that is a b-tree page's type
+            // says the page is some b-tree's, not this chain's end.
+            if !last && (link < 2 || link > file.pageCount) || last && link > file.pageCount && SalvagePayloadReader.looksLikeBTreePage(link) {
                 if claim == .claim { owners.release(next) }
                 problem = "page \(next) is not an overflow page of this chain"
                 break
@@ -88,6 +92,14 @@ final class SalvagePayloadReader {
             next = link
         }
         return SalvagedPayload(bytes: UnsafeRawPointer(buffer.bytes), available: copied, size: cell.payloadSize, problem: problem)
+    }
+
+    /// True when `link`, the first four bytes of a page read as a next
+    /// pointer, starts with a b-tree page's type byte (2, 5, 10 or 13).
+    static func looksLikeBTreePage(_ link: UInt32) -> Bool {
+        let type = UInt8(link >> 24)
+        return type == BTreePage.indexInterior || type == BTreePage.tableInterior || type == BTreePage.indexLeaf
+            || type == BTreePage.tableLeaf
     }
 
     /// Gives back memory after a huge payload.
