@@ -113,6 +113,7 @@ import TestSupport
         "transform": [["in-place:{copy}", "t", "--type", "v=TEXT"]],
         "migrate apply": [["in-place:{copy}", "{migrations}"]],
         "migrate status": [["{copy}", "{migrations}"]],
+        "migrate lint": [["{src}", "{migrations}"]],
         "vacuum": [["in-place:{copy}"], ["{src}", "--into", "{new}"]],
         "dump": [["{src}", "-o", "{new}"]],
         "load": [["in-place:{copy}", "{dump}"]],
