@@ -54,19 +54,7 @@ public enum MigrationLinter {
         TemporaryFiles.removeStale(in: folder, stem: temporaryStem)
         let copy = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
         defer { copy.discard() }
-        do {
-            let source = try HotCopy.openSource(request.database, timeout: request.copyTimeout)
-            defer { try? source.close() }
-            var options = HotCopyOptions()
-            options.timeout = request.copyTimeout
-            _ = try HotCopy.copy(from: source, into: copy.path, options: options)
-        } catch var error as DatabaseError {
-            if error.path == copy.path {
-                error.path = request.database
-                error.message = "cannot make the lint's copy in \(folder): " + error.message
-            }
-            throw error
-        }
+        try ScratchCopy.make(of: request.database, into: copy, in: folder, timeout: request.copyTimeout, purpose: "lint's copy")
         let connection = try Connection(path: copy.path, mode: .readWrite, busyTimeout: request.busyTimeout)
         defer { try? connection.close() }
         // The journal in memory: the copy is thrown away, and no -journal

@@ -232,19 +232,7 @@ public enum MigrationRunner {
         defer { before.discard() }
         let after = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
         defer { after.discard() }
-        do {
-            let source = try HotCopy.openSource(request.database, timeout: request.backupTimeout)
-            defer { try? source.close() }
-            var options = HotCopyOptions()
-            options.timeout = request.backupTimeout
-            _ = try HotCopy.copy(from: source, into: before.path, options: options)
-        } catch var error as DatabaseError {
-            if error.path == before.path {
-                error.path = request.database
-                error.message = "cannot make the dry run's copy in \(folder): " + error.message
-            }
-            throw error
-        }
+        try ScratchCopy.make(of: request.database, into: before, in: folder, timeout: request.backupTimeout, purpose: "dry run's copy")
         // Both copies in rollback-journal mode, so that neither leaves a -wal
         // behind and the diff can read them read-only; only header bytes 18-19 change.
         do {
@@ -262,11 +250,7 @@ public enum MigrationRunner {
         for database in request.attachable {
             let copy = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
             attachedCopies.append(copy)
-            let source = try HotCopy.openSource(database.path, timeout: request.backupTimeout)
-            defer { try? source.close() }
-            var options = HotCopyOptions()
-            options.timeout = request.backupTimeout
-            _ = try HotCopy.copy(from: source, into: copy.path, options: options)
+            try ScratchCopy.make(of: database.path, into: copy, in: folder, timeout: request.backupTimeout, purpose: "dry run's copy")
             copies[database.name] = copy.path
         }
 
