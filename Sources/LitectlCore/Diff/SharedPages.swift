@@ -61,6 +61,9 @@ final class SharedPages {
     let b: PageFile
     private let pageSize: Int
     private let usable: Int
+    /// Both files served by content-addressed sources (two moments): rowid
+    /// tables are compared by page id (IdentifiedSharedPages.swift).
+    private let identified: IdentifiedImages?
 
     /// nil when the two files cannot share pages meaningfully: different page
     /// size or reserved space, an encoding other than UTF-8 on either side (its
@@ -74,6 +77,7 @@ final class SharedPages {
         self.b = b
         pageSize = a.pageSize
         usable = a.usableSize
+        identified = IdentifiedImages(a: a, b: b)
     }
 
     /// The shared key ranges of table `name` (the same definition on both
@@ -83,6 +87,7 @@ final class SharedPages {
     /// compared without one identical page).
     func ranges(table name: String, withoutRowid: Bool, keyColumns: Int) throws -> SharedRanges? {
         guard let rootA = try rootPage(a.connection, name), let rootB = try rootPage(b.connection, name) else { return nil }
+        if !withoutRowid, let identified, let shared = identified.ranges(rootA: rootA, rootB: rootB) { return shared }
         var walkB = TreeWalk(file: b, usable: usable)
         guard walkB.collect(rootB) else { return nil }
         var comparison = TreeComparison(a: a, b: b, usable: usable, keyColumns: withoutRowid ? keyColumns : 0, treeB: walkB)

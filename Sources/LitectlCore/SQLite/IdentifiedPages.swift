@@ -1,0 +1,24 @@
+// Page sources whose pages carry content addresses (a moment of a
+// repository: each page is known by its id before a byte of it is read), so
+// that two images can be compared page by page without reading the pages
+// they share: the diff of two moments reads only what changed.
+import CSQLite
+
+/// An `ImagePages` that can tell, without reading either page, that one of
+/// its pages holds the same bytes as the page of the same number in another
+/// source (both content-addressed, the same address).
+public protocol IdentifiedPages: ImagePages {
+    /// True only when page `number` is known to hold the same bytes here and
+    /// in `other`; false when they differ, or when either cannot tell (then
+    /// the caller reads both).
+    func samePage(_ number: Int, in other: any ImagePages) -> Bool
+}
+
+extension PageVFS {
+    /// The source that `file` (a main database's handle) is served from,
+    /// when it is a file of this VFS.
+    static func source(of file: UnsafeMutablePointer<sqlite3_file>) -> (any ImagePages)? {
+        guard file.pointee.pMethods == UnsafePointer(methods) else { return nil }
+        return registration(file).source
+    }
+}
