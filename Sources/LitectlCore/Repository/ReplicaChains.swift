@@ -200,14 +200,24 @@ public enum ReplicaSelector {
         guard name == "latest", repository.holdsSegments else { return .snapshot(newest) }
         let bases = Repository.chainBases(snapshots).filter { sameBytes($0.path, newest.path) && sameBytes($0.hostname, newest.hostname) && $0.time <= (at ?? .infinity) }
         guard let base = bases.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) else { return .snapshot(newest) }
-        let chain: ReplicaChain
-        do {
-            chain = try repository.loadChain(base)
-        } catch let error as StoreError where error.kind == .notFound || error.message.contains(" lacks states ") {
+        // The chain as far as it reads back: a moment before a damaged or
+        // missing segment is restored as any other (ChainHealth.swift says
+        // the same window); one past it is refused, or, when segments are
+        // missing, the newest snapshot is restored instead, said in `note`.
+        var reading = try repository.readChainPrefix(base)
+        let chain = reading.chain
+        if reading.cut == nil, let next = snapshots.first(where: { $0.replica?.follows?.chain == base.id }), let f = next.replica?.follows, f.state > chain.last {
+            reading.cut = ChainCut(object: Repository.segmentPrefix(chain: base.id), error: StoreError(.notFound, location: repository.objectName(Repository.segmentPrefix(chain: base.id)),
+                message: "chain \(base.shortID) lacks states \(chain.last + 1)...\(f.state), which chain \(next.shortID) recorded"))
+        }
+        // (To the nearest microsecond: a time printed to the microsecond, read back, is that microsecond.)
+        let limit = at.map { $0.isFinite && $0 > 0 ? UInt64(($0 * 1e6).rounded()) : 0 } ?? .max
+        if let cut = reading.cut, limit > chain.states.last?.observedMicros ?? ReplicaState.micros(base.time) {
+            let error = cut.error
+            guard error.kind == .notFound || error.message.contains(" lacks states ") else { throw error }
             note("chain \(base.shortID) cannot be read (\(error.description)); restoring snapshot \(newest.shortID) of \(Timestamp.iso8601(newest.time)) instead")
             return .snapshot(newest)
         }
-        let limit = at.map(ReplicaState.micros) ?? .max
         guard let state = chain.states.last(where: { $0.observedMicros <= limit }), state.observed >= newest.time else {
             return .snapshot(newest)
         }
