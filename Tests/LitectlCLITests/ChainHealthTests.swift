@@ -103,9 +103,9 @@ import TestSupport
         #expect(status == 1, "a damaged chain: exit 1: \(text)", sourceLocation: sourceLocation)
         let gaps = spans.filter { $0["restorable"] as? Bool == false }
         let gap = try #require(gaps.first, "a gap: \(spans)", sourceLocation: sourceLocation)
-        let range = try #require(spans.last { ($0["restorable"] as? Bool) == true && ($0["to_unix"] as? Double ?? .infinity) < gap["from_unix"] as! Double },
+        let range = try #require(spans.last { ($0["restorable"] as? Bool) == true && ($0["to_unix"] as? Double ?? .infinity) < gap["from_unix"] as? Double ?? 0 },
                                  "a range before it: \(spans)", sourceLocation: sourceLocation)
-        let to = range["to_unix"] as! Double, from = gap["from_unix"] as! Double
+        let to = range["to_unix"] as? Double ?? 0, from = gap["from_unix"] as? Double ?? 0
         #expect(us(to) == us(lastGood), "the range ends at the last good state: \(micros(to)) vs \(micros(lastGood))", sourceLocation: sourceLocation)
         #expect(us(from) == us(lastGood) + 1, "the gap starts right after: \(micros(from))", sourceLocation: sourceLocation)
         #expect(text.contains("GAP app.db") && text.contains("cannot be restored from \(Timestamp.iso8601Micros(from))"), "\(text)", sourceLocation: sourceLocation)
@@ -122,9 +122,9 @@ import TestSupport
         let (status, spans, text) = try spans(made.repo)
         #expect(status == 0 && spans.count == 1 && spans[0]["restorable"] as? Bool == true, "\(spans) \(text)")
         let last = try #require(all.last?.segments.last?.segment.states.last)
-        #expect(us(spans[0]["to_unix"] as! Double) == last.observedMicros)
-        #expect(us(spans[0]["last_commit_unix"] as! Double) == last.observedMicros)
-        #expect(us(spans[0]["from_unix"] as! Double) == us(all[0].base.time))
+        #expect(us(spans[0]["to_unix"] as? Double ?? 0) == last.observedMicros)
+        #expect(us(spans[0]["last_commit_unix"] as? Double ?? 0) == last.observedMicros)
+        #expect(us(spans[0]["from_unix"] as? Double ?? 0) == us(all[0].base.time))
         #expect(text.contains("last commit shipped of app.db") && text.contains(Timestamp.iso8601Micros(last.observed)) && !text.contains("GAP"), "\(text)")
         let verify = try runLitectl(["verify", "--repo", made.repo])
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
@@ -146,9 +146,9 @@ import TestSupport
         try FileManager.default.removeItem(atPath: b.segments[middle].file.replacingOccurrences(of: made.repo, with: deleted))
         var (range, gap) = try expectGapAfter(made, deleted, lastGood: before(middle))
         #expect(gap["to"] is NSNull && (gap["cause"] as? String ?? "").contains("lacks states"), "\(gap)")
-        try sameAsWhole(made, deleted, at: range["to_unix"] as! Double)
+        try sameAsWhole(made, deleted, at: range["to_unix"] as? Double ?? 0)
         try sameAsWhole(made, deleted, at: before(middle) - 0.2)
-        try notAsWhole(made, deleted, at: gap["from_unix"] as! Double)
+        try notAsWhole(made, deleted, at: gap["from_unix"] as? Double ?? 0)
         try notAsWhole(made, deleted, at: b.segments[middle].segment.states.last!.observed)
 
         // One truncated.
@@ -157,8 +157,8 @@ import TestSupport
         let bytes = try Data(contentsOf: URL(fileURLWithPath: victim))
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: victim))
         (range, gap) = try expectGapAfter(made, truncated, lastGood: before(middle))
-        try sameAsWhole(made, truncated, at: range["to_unix"] as! Double)
-        try notAsWhole(made, truncated, at: gap["from_unix"] as! Double)
+        try sameAsWhole(made, truncated, at: range["to_unix"] as? Double ?? 0)
+        try notAsWhole(made, truncated, at: gap["from_unix"] as? Double ?? 0)
 
         // Two swapped (each under the other's name).
         let swapped = try copy(made, "swapped")
@@ -167,8 +167,8 @@ import TestSupport
         let bx = try Data(contentsOf: URL(fileURLWithPath: x)), by = try Data(contentsOf: URL(fileURLWithPath: y))
         try by.write(to: URL(fileURLWithPath: x)); try bx.write(to: URL(fileURLWithPath: y))
         (range, gap) = try expectGapAfter(made, swapped, lastGood: before(middle))
-        try sameAsWhole(made, swapped, at: range["to_unix"] as! Double)
-        try notAsWhole(made, swapped, at: gap["from_unix"] as! Double)
+        try sameAsWhole(made, swapped, at: range["to_unix"] as? Double ?? 0)
+        try notAsWhole(made, swapped, at: gap["from_unix"] as? Double ?? 0)
     }
 
     @Test func aClosedChainWhoseSegmentsAreGoneIsAGapUntilTheNext() throws {
@@ -202,7 +202,7 @@ import TestSupport
         #expect(status == 1, "\(text)")
         let gap = try #require(spans.first { $0["restorable"] as? Bool == false }, "\(spans)")
         #expect((gap["cause"] as? String ?? "").contains(String(newest.split(separator: "/").last!)), "the pack is named: \(gap)")
-        let from = gap["from_unix"] as! Double
+        let from = gap["from_unix"] as? Double ?? 0
         let last = b.segments.last!.segment
         #expect(last.states.contains { us(from) == $0.observedMicros }, "the gap starts at a state of the last segment: \(micros(from))")
         let verify = try runLitectl(["verify", "--repo", damaged])
