@@ -240,47 +240,17 @@ public struct RestorableRange: Sendable {
 }
 
 extension Repository {
-    /// Each database's restorable ranges: closed chains' spans come from the
-    /// chain that continues them (its base records what it follows); the
-    /// others' are read from their segments. A chain that cannot be read
-    /// back is handed to `damaged` and left out (the range it was part of
-    /// ends before it); the other chains, and other databases, are listed.
+    /// Each database's restorable ranges, as `chainHealth` judges them with
+    /// the pages taken as readable (its spans that are ranges); a chain with
+    /// a gap is handed to `damaged`, its moments before the gap still listed.
     public func restorableRanges(_ snapshots: [Snapshot], damaged: (DamagedChain) -> Void) throws -> [RestorableRange] {
-        let bases = Self.chainBases(snapshots)
-        let listed = try segmentKeys()
-        var followers: [String: ReplicaInfo.Follows] = [:]
-        for base in bases { if let f = base.replica?.follows { followers[f.chain] = f } }
-        var out: [RestorableRange] = []
-        let groups = Dictionary(grouping: bases) { seriesKey(hostname: $0.hostname, path: $0.path) }
-        for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let chains = groups[key]!.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
-            var current: RestorableRange?
-            for base in chains {
-                var end = base.time, states: UInt64 = 0
-                if let f = followers[base.id], listed[base.id] != nil || f.state == 0 {
-                    end = max(end, f.lastTime); states = f.state
-                } else if listed[base.id] != nil {
-                    do {
-                        let chain = try loadChain(base)
-                        end = chain.lastTime; states = chain.last
-                    } catch where DamagedChain.isDamage(error) {
-                        damaged(DamagedChain(chain: base.id, base: base, cause: (error as! StoreError).description))
-                        if let range = current { out.append(range) }
-                        current = nil
-                        continue
-                    }
-                }
-                if var range = current, base.replica?.follows?.chain == range.chains.last {
-                    range.to = max(range.to, end); range.chains.append(base.id); range.states += states
-                    current = range
-                } else {
-                    if let range = current { out.append(range) }
-                    current = RestorableRange(database: base.database, path: base.path, hostname: base.hostname,
-                                              from: base.time, to: end, chains: [base.id], states: states)
-                }
+        let health = try chainHealth(snapshots) { _ in nil }
+        health.damaged.forEach(damaged)
+        return health.databases.flatMap { h in
+            h.ranges.map { r in
+                RestorableRange(database: h.database, path: h.path, hostname: h.hostname, from: r.from, to: r.to ?? r.from,
+                                chains: r.chains, states: r.states)
             }
-            if let range = current { out.append(range) }
         }
-        return out
     }
 }
