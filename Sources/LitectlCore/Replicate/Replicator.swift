@@ -132,6 +132,8 @@ public final class FollowerStatus: @unchecked Sendable {
     public private(set) var errors = 0
     public private(set) var resyncs = 0
     public private(set) var statesShipped = 0
+    /// The file replaced, a stall (FollowerWatch.swift).
+    let watch = FollowerWatch()
 
     init(database: String) { self.database = database }
 
@@ -294,7 +296,7 @@ public final class Replicator: @unchecked Sendable {
                 let stopping = control.stopRequested
                 events(.problem(database: source, message: message, retrying: !stopping))
                 if stopping { events(.stopped(database: source, complete: false)); return false }
-                let until = Clock.now() + delay
+                let until = Clock.now() + (error is DatabaseReplaced ? 0 : delay)  // a replaced file: its new chain at once
                 while Clock.now() < until && !control.stopRequested { usleep(50_000) }
                 delay = min(60, delay * 2)
             }
@@ -327,6 +329,7 @@ enum ReplicateMetrics {
         family("litectl_replicate_shipped_states_total", "counter", "States made durable since the follower started.") { String($0.statesShipped) }
         family("litectl_replicate_errors_total", "counter", "Failures (each retried) since the follower started.") { String($0.errors) }
         family("litectl_replicate_resyncs_total", "counter", "Page-by-page comparisons made because frames were missed.") { String($0.resyncs) }
+        out += FollowerWatch.metrics(statuses) { PrometheusText.escapeLabel(FilePaths.resolved($0.database)) }
         return out
     }
 }

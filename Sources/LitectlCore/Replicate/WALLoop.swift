@@ -32,7 +32,7 @@ final class WALLoop {
     private let frames = FrameBuffer()
     /// The storage of the last look's new pages, kept for the next.
     private var newPages = NewPages()
-    /// The database file when the loop began: another one under its name stops it.
+    /// The database file when the loop began: another one under its name ends the chain (FollowerWatch.swift).
     private let fileID: FileIdentity?
     /// (--checkpoint-frames) Where the last checkpoint that could not restart
     /// the -wal left it: the next waits for as many frames again, so that a
@@ -75,6 +75,9 @@ final class WALLoop {
                 continue
             }
             if let next = try marks.beginNext() {
+                // Frames under another file's name are not this chain's (FollowerWatch.swift).
+                if next.header.maxFrame != chain.position.frame || !next.header.sameGeneration(chain.position),
+                   let replaced = status.watch.replacement(of: source, followed: fileID) { marks.drop(next); try chain.cut(); throw replaced }
                 do {
                     try advance(to: next)
                 } catch let mismatch as WALMismatch {
@@ -96,12 +99,12 @@ final class WALLoop {
                 lastFold = now
             }
             if stopping { return }
-            if now - lastIdentity >= 5 {
+            if now - lastIdentity >= options.interval {
                 lastIdentity = now
-                if let id = FileIdentity(source), let fileID, id != fileID {
-                    try chain.cut()
-                    throw FollowerRestart(description: "\(source): the database file was replaced; following the new one")
-                }
+                if let replaced = status.watch.replacement(of: source, followed: fileID) { try chain.cut(); throw replaced }
+            }
+            status.watch.look(shipped: status.statesShipped, caughtUp: status.lag == 0, wal: source + "-wal", interval: options.interval) {
+                report(.problem(database: source, message: $0, retrying: true))
             }
         }
     }
@@ -137,6 +140,7 @@ final class WALLoop {
         marks.release()
         while shipper.pendingBytes > shipper.limit / 2 && !control.stopRequested && !shipper.failed && lease?.lost == nil {
             usleep(100_000)
+            status.watch.look(shipped: status.statesShipped, caughtUp: false, wal: source + "-wal", interval: options.interval) { report(.problem(database: source, message: $0, retrying: true)) }
         }
         if let lost = lease?.lost { throw lost }
         guard let mark = try firstMark() else { return }
@@ -159,7 +163,8 @@ final class WALLoop {
     /// be read back, else starts a new one from a full snapshot.
     private func start(at mark: ReadMark) throws {
         let (base, newest) = try chain.newestOfThisDatabase()
-        if let base {
+        let replaced = status.watch.takeReplaced()  // the file the chain was of is gone: a new chain
+        if let base, !replaced {
             do {
                 try chain.adopt(base)
                 report(.started(database: source, chain: chain.chain, state: chain.number, how: "resumed"))

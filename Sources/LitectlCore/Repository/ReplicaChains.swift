@@ -200,14 +200,24 @@ public enum ReplicaSelector {
         guard name == "latest", repository.holdsSegments else { return .snapshot(newest) }
         let bases = Repository.chainBases(snapshots).filter { sameBytes($0.path, newest.path) && sameBytes($0.hostname, newest.hostname) && $0.time <= (at ?? .infinity) }
         guard let base = bases.max(by: { ($0.time, $0.id) < ($1.time, $1.id) }) else { return .snapshot(newest) }
-        let chain: ReplicaChain
-        do {
-            chain = try repository.loadChain(base)
-        } catch let error as StoreError where error.kind == .notFound || error.message.contains(" lacks states ") {
+        // The chain as far as it reads back: a moment before a damaged or
+        // missing segment is restored as any other (ChainHealth.swift says
+        // the same window); one past it is refused, or, when segments are
+        // missing, the newest snapshot is restored instead, said in `note`.
+        var reading = try repository.readChainPrefix(base)
+        let chain = reading.chain
+        if reading.cut == nil, let next = snapshots.first(where: { $0.replica?.follows?.chain == base.id }), let f = next.replica?.follows, f.state > chain.last {
+            reading.cut = ChainCut(object: Repository.segmentPrefix(chain: base.id), error: StoreError(.notFound, location: repository.objectName(Repository.segmentPrefix(chain: base.id)),
+                message: "chain \(base.shortID) lacks states \(chain.last + 1)...\(f.state), which chain \(next.shortID) recorded"))
+        }
+        // (To the nearest microsecond: a time printed to the microsecond, read back, is that microsecond.)
+        let limit = at.map { $0.isFinite && $0 > 0 ? UInt64(($0 * 1e6).rounded()) : 0 } ?? .max
+        if let cut = reading.cut, limit > chain.states.last?.observedMicros ?? ReplicaState.micros(base.time) {
+            let error = cut.error
+            guard error.kind == .notFound || error.message.contains(" lacks states ") else { throw error }
             note("chain \(base.shortID) cannot be read (\(error.description)); restoring snapshot \(newest.shortID) of \(Timestamp.iso8601(newest.time)) instead")
             return .snapshot(newest)
         }
-        let limit = at.map(ReplicaState.micros) ?? .max
         guard let state = chain.states.last(where: { $0.observedMicros <= limit }), state.observed >= newest.time else {
             return .snapshot(newest)
         }
@@ -230,47 +240,17 @@ public struct RestorableRange: Sendable {
 }
 
 extension Repository {
-    /// Each database's restorable ranges: closed chains' spans come from the
-    /// chain that continues them (its base records what it follows); the
-    /// others' are read from their segments. A chain that cannot be read
-    /// back is handed to `damaged` and left out (the range it was part of
-    /// ends before it); the other chains, and other databases, are listed.
+    /// Each database's restorable ranges, as `chainHealth` judges them with
+    /// the pages taken as readable (its spans that are ranges); a chain with
+    /// a gap is handed to `damaged`, its moments before the gap still listed.
     public func restorableRanges(_ snapshots: [Snapshot], damaged: (DamagedChain) -> Void) throws -> [RestorableRange] {
-        let bases = Self.chainBases(snapshots)
-        let listed = try segmentKeys()
-        var followers: [String: ReplicaInfo.Follows] = [:]
-        for base in bases { if let f = base.replica?.follows { followers[f.chain] = f } }
-        var out: [RestorableRange] = []
-        let groups = Dictionary(grouping: bases) { seriesKey(hostname: $0.hostname, path: $0.path) }
-        for key in groups.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let chains = groups[key]!.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
-            var current: RestorableRange?
-            for base in chains {
-                var end = base.time, states: UInt64 = 0
-                if let f = followers[base.id], listed[base.id] != nil || f.state == 0 {
-                    end = max(end, f.lastTime); states = f.state
-                } else if listed[base.id] != nil {
-                    do {
-                        let chain = try loadChain(base)
-                        end = chain.lastTime; states = chain.last
-                    } catch where DamagedChain.isDamage(error) {
-                        damaged(DamagedChain(chain: base.id, base: base, cause: (error as! StoreError).description))
-                        if let range = current { out.append(range) }
-                        current = nil
-                        continue
-                    }
-                }
-                if var range = current, base.replica?.follows?.chain == range.chains.last {
-                    range.to = max(range.to, end); range.chains.append(base.id); range.states += states
-                    current = range
-                } else {
-                    if let range = current { out.append(range) }
-                    current = RestorableRange(database: base.database, path: base.path, hostname: base.hostname,
-                                              from: base.time, to: end, chains: [base.id], states: states)
-                }
+        let health = try chainHealth(snapshots) { _ in nil }
+        health.damaged.forEach(damaged)
+        return health.databases.flatMap { h in
+            h.ranges.map { r in
+                RestorableRange(database: h.database, path: h.path, hostname: h.hostname, from: r.from, to: r.to ?? r.from,
+                                chains: r.chains, states: r.states)
             }
-            if let range = current { out.append(range) }
         }
-        return out
     }
 }

@@ -4,7 +4,9 @@
 // with no gap; every page they name is in the index (and, with --read-data,
 // in a sound pack); and the states replayed from the base's list give, state
 // after state, the digest each one recorded. Problems name the chains (by
-// their bases' ids) that they damage.
+// their bases' ids) that they damage. Then each database's history
+// (ChainHealth.swift): every gap, a moment a restore no longer lands on, is a
+// problem that names its first moment, chains that continue one another joined.
 import Foundation
 
 extension RepoVerify {
@@ -72,6 +74,24 @@ extension RepoVerify {
                     report.problems.append(RepoProblem(object: Repository.segmentPrefix(chain: chain), message: "state \(state.number), replayed from the base's page list, does not give the digest it recorded: a segment or the base's list is damaged", snapshots: [chain]))
                     break
                 }
+            }
+        }
+    }
+
+    /// Adds each database's history to `report`, and a problem for each gap:
+    /// its first moment a restore no longer rebuilds, the last before it that
+    /// it does, and why.
+    static func checkWindows(_ repository: Repository, snapshots: [Snapshot], report: inout RepoVerifyReport,
+                             unresolvable: (PageID) -> String?) throws {
+        let health = try repository.chainHealth(snapshots, unresolvable: unresolvable)
+        report.histories = health.databases
+        for h in health.databases {
+            for (i, gap) in h.spans.enumerated() where !gap.restorable {
+                let before = i > 0 ? h.spans[i - 1].to.map { "; restorable to the microsecond up to \(Timestamp.iso8601Micros($0))" } ?? "" : ""
+                let until = gap.to.map { " until \(Timestamp.iso8601Micros($0))" } ?? " on (no later moment is restorable)"
+                report.problems.append(RepoProblem(object: gap.object,
+                    message: "\(h.database) (\(h.path) on \(h.hostname)) cannot be restored from \(Timestamp.iso8601Micros(gap.from))\(until)\(before): \(gap.cause)",
+                    snapshots: gap.chains))
             }
         }
     }

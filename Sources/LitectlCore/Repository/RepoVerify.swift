@@ -33,6 +33,8 @@ public struct RepoVerifyReport: Sendable {
     public var segments = 0
     public var chains = 0
     public var problems: [RepoProblem] = []
+    /// Each replicated database's ranges and gaps (ChainHealth.swift): a gap is also a problem.
+    public var histories: [DatabaseHistory] = []
     /// Ids of every damaged snapshot, sorted.
     public var damagedSnapshots: [String] {
         Array(Set(problems.flatMap(\.snapshots))).sorted()
@@ -190,6 +192,12 @@ public enum RepoVerify {
             try checkChains(repository, snapshots: snapshots, index: index, report: &report) { p in
                 let pack = index.packs[Int(index.blobs[Int(index.entries[p].blob)].pack)]
                 return badPacks[pack] != nil || badPages.contains(p) ? (badPageReason[p] ?? Repository.packKey(pack)) : nil
+            }
+            try checkWindows(repository, snapshots: snapshots, report: &report) { id in
+                guard let p = index.position(of: id) else { return "page id \(id.hex.prefix(12)) is not in the index" }
+                let pack = index.packs[Int(index.blobs[Int(index.entries[p].blob)].pack)]
+                if badPages.contains(p) { return "\(badPageReason[p] ?? Repository.packKey(pack)) holds it damaged" }
+                return badPacks[pack].map { "\(Repository.packKey(pack)): pack \($0)" }
             }
         }
         return report

@@ -72,7 +72,11 @@ struct Replicate: ParsableCommand {
             Prometheus textfile every interval: litectl_replicate_lag_seconds, \
             litectl_replicate_last_shipped_commit_timestamp_seconds, \
             litectl_replicate_shipped_bytes_total, litectl_replicate_shipped_states_total, \
-            litectl_replicate_errors_total, litectl_replicate_resyncs_total. docs/replicate.md \
+            litectl_replicate_errors_total, litectl_replicate_resyncs_total, \
+            litectl_replicate_stalled (1 while no progress came for 3 intervals as the -wal \
+            was written to, said once on stderr). A database file replaced under the follower \
+            (another inode under its name) ends its chain and starts a new one within an \
+            interval, said on stderr. docs/replicate.md \
             says how it stays correct.
             """)
 

@@ -18,17 +18,27 @@ struct Snapshots: ParsableCommand {
             snapshots `litectl replicate` writes: each is the base of a chain of states).
 
             Databases that `litectl replicate` follows can be restored to any moment of a \
-            range: the table ends with each one's ranges (database, host, from, to, the \
-            chains and states in it). --ranges lists only those (with --json: one object per \
-            range: database, path, hostname, from, to, from_unix, to_unix, chains, states).
+            range, to the microsecond: the table ends with each one's ranges (database, \
+            host, from, to, both included, the chains and states in it), then a GAP line \
+            for each span no restore rebuilds (its first moment, the moment restores work \
+            again, the cause) and the time of each one's last commit shipped. --ranges lists \
+            only those (with --json: one object per range or gap, in time order: database, \
+            path, hostname, restorable (false: a gap), from, to (a gap's: the first moment \
+            restorable again, null when none is), from_unix, to_unix, chains, states, \
+            last_commit, last_commit_unix, and for a gap object and cause). Every chain is \
+            read: its base's page list, every segment, the states in order from 1 replayed \
+            against the digests they recorded, every page of each state in the index and in \
+            a pack that is there (verify --read-data reads the packs), and where a chain \
+            continues another, the state it recorded of it.
 
-            A chain that cannot be read back (a damaged or missing segment, states that \
-            clash) is named on stderr with the cause, one line each, and left out of the \
-            ranges; the other chains and databases are listed. With --json its base \
+            A chain that cannot be restored at every moment (a damaged or missing segment, \
+            states that clash, a pack gone) is named on stderr with the cause, one line \
+            each; its moments before the damage are still listed, and a restore lands on \
+            them; the other chains and databases are listed. With --json its base \
             snapshot's object has a chain_damaged field (the cause).
 
-            Exit status: 0 listed, 1 a snapshot or a chain could not be read (named on \
-            stderr; the others are listed), 2 error.
+            Exit status: 0 listed, 1 a snapshot could not be read or a chain has a gap \
+            (named on stderr; the others are listed), 2 error.
             """)
 
     @Argument(help: ArgumentHelp("Only the snapshots of this database (name or path).", valueName: "db"))
@@ -58,9 +68,13 @@ struct Snapshots: ParsableCommand {
                 database == nil || sameBytes(database_, database!) || sameBytes(path, database!) || sameBytes(path, resolved!)
             }
             var damagedChains: [DamagedChain] = []
-            let spans = repository.holdsSegments
-                ? try repository.restorableRanges(all) { d in if wanted(d.database, d.path) { damagedChains.append(d) } }.filter { wanted($0.database, $0.path) }
-                : []
+            var histories: [DatabaseHistory] = []
+            if repository.holdsSegments {
+                let health = try repository.chainHealth(all, unresolvable: try repository.pageResolver())
+                histories = health.databases.filter { wanted($0.database, $0.path) }
+                damagedChains = health.damaged.filter { wanted($0.database, $0.path) }
+            }
+            let spans = histories
             let damagedBases = Dictionary(damagedChains.map { ($0.chain, $0.cause) }) { a, _ in a }
             if ranges {
                 if !voice.quiet || json { printRanges(spans) }
@@ -84,7 +98,7 @@ struct Snapshots: ParsableCommand {
                 if !spans.isEmpty { printOut(""); printRanges(spans) }
             }
             for d in damaged { printError("\(repository.location)/\(d.key): unreadable snapshot: \(d.error)") }
-            for d in damagedChains { printError(damagedChainLine(d, then: "its moments are not listed")) }
+            for d in damagedChains { printError(damagedChainLine(d, then: "the moments it cannot restore are listed as gaps")) }
             if !damaged.isEmpty || !damagedChains.isEmpty { throw ExitStatus.findings }
         } catch let code as ExitCode {
             throw code
@@ -93,25 +107,43 @@ struct Snapshots: ParsableCommand {
         }
     }
 
-    /// The restorable ranges: a table, or one JSON object per range.
-    func printRanges(_ spans: [RestorableRange]) {
+    /// Each database's history: its restorable ranges in a table, then its
+    /// gaps and last commit, one line each; or one JSON object per range or gap.
+    func printRanges(_ histories: [DatabaseHistory]) {
         if json {
-            for r in spans {
-                printExact(JSON.object([("database", .string(r.database)), ("path", .string(r.path)), ("hostname", .string(r.hostname)),
-                                      ("from", .string(Timestamp.iso8601(r.from))), ("to", .string(Timestamp.iso8601(r.to))),
-                                      ("from_unix", .number(r.from)), ("to_unix", .number(r.to)),
-                                      ("chains", .array(r.chains.map { .string($0) })), ("states", .integer(Int64(r.states)))]).compact)
+            for h in histories {
+                for span in h.spans {
+                    var fields: [(String, JSON)] = [("database", .string(h.database)), ("path", .string(h.path)), ("hostname", .string(h.hostname)),
+                                                    ("restorable", .bool(span.restorable)),
+                                                    ("from", .string(Timestamp.iso8601Micros(span.from))), ("to", .optional(span.to) { .string(Timestamp.iso8601Micros($0)) }),
+                                                    ("from_unix", .number(span.from)), ("to_unix", .optional(span.to) { .number($0) }),
+                                                    ("chains", .array(span.chains.map { .string($0) })), ("states", .integer(Int64(span.states))),
+                                                    ("last_commit", .string(Timestamp.iso8601Micros(h.lastCommit))), ("last_commit_unix", .number(h.lastCommit))]
+                    if !span.restorable { fields += [("object", .string(span.object)), ("cause", .string(span.cause))] }
+                    printExact(JSON.object(fields).compact)
+                }
             }
             return
         }
         var rows = [["RESTORABLE", "HOST", "FROM", "TO", "CHAINS", "STATES"]]
-        for r in spans {
-            rows.append([r.database, r.hostname, Timestamp.iso8601(r.from), Timestamp.iso8601(r.to), String(r.chains.count), String(r.states)])
+        for h in histories {
+            for r in h.ranges {
+                rows.append([visible(h.database), visible(h.hostname), Timestamp.iso8601Micros(r.from), r.to.map(Timestamp.iso8601Micros) ?? "",
+                             String(r.chains.count), String(r.states)])
+            }
         }
         let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max()! }
         for row in rows {
             printOut(zip(row, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")
                 .trimmingCharacters(in: .whitespaces))
+        }
+        for h in histories {
+            let name = "\(visible(h.database)) (\(visible(h.path)) on \(visible(h.hostname)))"
+            for g in h.gaps {
+                let until = g.to.map { "until \(Timestamp.iso8601Micros($0))" } ?? "on"
+                printOut("GAP \(name): cannot be restored from \(Timestamp.iso8601Micros(g.from)) \(until): \(visible(g.cause))")
+            }
+            printOut("last commit shipped of \(name): \(Timestamp.iso8601Micros(h.lastCommit))")
         }
     }
 }

@@ -45,7 +45,15 @@ struct Verify: ParsableCommand {
             SHA-256 its name says, belongs to an existing base, and follows the one before \
             with no gap; every page its states name is indexed (and, with --read-data, \
             reads back); the states replayed from the base's page list give the digest \
-            each recorded. A damaged chain is named by its base snapshot's id.
+            each recorded. A damaged chain is named by its base snapshot's id. Then each \
+            database's history, as snapshots --ranges says it: every gap (a moment from \
+            which a restore no longer rebuilds the database: a segment missing, unreadable \
+            or out of order, a state whose pages do not resolve to a pack, a chain that \
+            ends before the state the chain continuing it recorded) is one more BAD line \
+            naming its first moment (to the microsecond), the moment restores work again \
+            (or none), the last moment before it a restore rebuilds, and the cause \
+            (--json: gaps, one object each: database, path, hostname, from, to, from_unix, \
+            to_unix, chains, object, cause).
             """)
 
     @Argument(help: ArgumentHelp("Backup files, manifests or folders of backups.", valueName: "backup"))
@@ -160,6 +168,12 @@ struct Verify: ParsableCommand {
                                  ("snapshots", .array(p.snapshots.sorted().map { .string($0) }))])
                     })),
                     ("damaged_snapshots", .array(report.damagedSnapshots.map { .string($0) })),
+                    ("gaps", .array(report.histories.flatMap { h in h.gaps.map { g in
+                        .object([("database", .string(h.database)), ("path", .string(h.path)), ("hostname", .string(h.hostname)),
+                                 ("from", .string(Timestamp.iso8601Micros(g.from))), ("to", .optional(g.to) { .string(Timestamp.iso8601Micros($0)) }),
+                                 ("from_unix", .number(g.from)), ("to_unix", .optional(g.to) { .number($0) }),
+                                 ("chains", .array(g.chains.map { .string($0) })), ("object", .string(g.object)), ("cause", .string(g.cause))])
+                    } })),
                 ]).compact)
             } else if !voice.quiet {
                 for p in report.problems {
