@@ -83,6 +83,23 @@ public final class AttachedSession {
                     + "(SQLITE_LIMIT_ATTACHED); to run one query over many files, use --each",
                 path: path)
         }
+        // A moment of a repository: its image through PageVFS, read-only
+        // whatever `writable` says of the files (a moment cannot change).
+        if PageVFS.namesSource(path) {
+            let registration = try PageVFS.requireSource(named: path)
+            connection.keep(registration)
+            do {
+                let statement = try connection.prepare("ATTACH ?1 AS \(quoteIdentifier(alias))")
+                try statement.bind(.text(registration.uri), at: 1)
+                try statement.step()
+                _ = try connection.scalar("SELECT 1 FROM \(quoteIdentifier(alias)).sqlite_schema LIMIT 1")
+            } catch let error as DatabaseError {
+                try? connection.execute("DETACH \(quoteIdentifier(alias))")
+                throw Self.attachFailure(error, path: path)
+            }
+            givenPaths[alias] = path
+            return
+        }
         try FileCheck.requireDatabaseFile(path, writable: writable)
         connection.watchAttachedFile(path, readOnly: !writable)
         do {
