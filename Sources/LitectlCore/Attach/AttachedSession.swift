@@ -179,7 +179,8 @@ public final class AttachedSession {
     /// atomic per file, not as a whole: https://www.sqlite.org/lang_attach.html).
     public func walAtomicityWarning() throws -> String? {
         guard writable else { return nil }
-        let files = try databases().filter { $0.name != "temp" && !$0.file.isEmpty }
+        // (A moment of a repository is attached read-only whatever --write says.)
+        let files = try databases().filter { $0.name != "temp" && !$0.file.isEmpty && !PageVFS.namesSource($0.givenPath ?? "") }
         guard files.count > 1 else { return nil }
         guard try connection.journalMode() == "wal" else { return nil }
         return "warning: \(files.count) writable databases and main is in WAL mode: a transaction that changes "

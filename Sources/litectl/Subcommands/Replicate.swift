@@ -130,6 +130,7 @@ struct Replicate: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments(paths, as: "replicated")
         var settings = ReplicateSettings()
         settings.location = repository.location
         settings.sources = paths
