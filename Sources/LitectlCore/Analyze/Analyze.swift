@@ -72,7 +72,17 @@ public struct AnalyzeResult: Sendable {
 public enum Analyzer {
     /// Runs ANALYZE on `path` (opened read-write) and reports sqlite_stat1 before and after.
     public static func run(path: String, options: AnalyzeOptions) throws -> AnalyzeResult {
-        let connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+        let connection: Connection
+        if options.dryRun && PageVFS.namesSource(path) {
+            // A moment of a repository cannot be written, even to roll back:
+            // the dry run analyzes a private in-memory copy of it.
+            let moment = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+            connection = try Connection(inMemory: options.busyTimeout)
+            try moment.copyMain(into: connection)
+            try moment.close()
+        } else {
+            connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+        }
         defer { try? connection.close() }
         // Resolve targets first, so that a typo fails before anything is written.
         let schema = try connection.readSchema()

@@ -83,6 +83,23 @@ public final class AttachedSession {
                     + "(SQLITE_LIMIT_ATTACHED); to run one query over many files, use --each",
                 path: path)
         }
+        // A moment of a repository: its image through PageVFS, read-only
+        // whatever `writable` says of the files (a moment cannot change).
+        if PageVFS.namesSource(path) {
+            let registration = try PageVFS.requireSource(named: path)
+            connection.keep(registration)
+            do {
+                let statement = try connection.prepare("ATTACH ?1 AS \(quoteIdentifier(alias))")
+                try statement.bind(.text(registration.uri), at: 1)
+                try statement.step()
+                _ = try connection.scalar("SELECT 1 FROM \(quoteIdentifier(alias)).sqlite_schema LIMIT 1")
+            } catch let error as DatabaseError {
+                try? connection.execute("DETACH \(quoteIdentifier(alias))")
+                throw Self.attachFailure(error, path: path)
+            }
+            givenPaths[alias] = path
+            return
+        }
         try FileCheck.requireDatabaseFile(path, writable: writable)
         connection.watchAttachedFile(path, readOnly: !writable)
         do {
@@ -162,7 +179,8 @@ public final class AttachedSession {
     /// atomic per file, not as a whole: https://www.sqlite.org/lang_attach.html).
     public func walAtomicityWarning() throws -> String? {
         guard writable else { return nil }
-        let files = try databases().filter { $0.name != "temp" && !$0.file.isEmpty }
+        // (A moment of a repository is attached read-only whatever --write says.)
+        let files = try databases().filter { $0.name != "temp" && !$0.file.isEmpty && !PageVFS.namesSource($0.givenPath ?? "") }
         guard files.count > 1 else { return nil }
         guard try connection.journalMode() == "wal" else { return nil }
         return "warning: \(files.count) writable databases and main is in WAL mode: a transaction that changes "

@@ -54,6 +54,11 @@ public enum DiffEngine {
     }
 
     static func sameFile(_ x: String, _ y: String) -> Bool {
+        // A moment is no file: one moment, opened once, is the same as itself.
+        if PageVFS.namesSource(x) || PageVFS.namesSource(y) {
+            guard let a = PageVFS.source(named: x), let b = PageVFS.source(named: y) else { return false }
+            return a === b
+        }
         var sx = stat(), sy = stat()
         guard stat(x, &sx) == 0, stat(y, &sy) == 0 else { return false }
         return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino

@@ -247,6 +247,20 @@ public enum RepoRestore {
     struct Reads { var gap: Int; var most: Int
         static let folder = Reads(gap: 64 << 10, most: 1 << 20)
         static let server = Reads(gap: 1 << 20, most: 8 << 20)
+
+        /// The read that begins with item `items.lowerBound` of blobs in
+        /// offset order (`offset` and `length` of item i): the items it takes
+        /// (up to `end`) and its byte range. It always takes the first.
+        func cut(_ items: Range<Int>, offset: (Int) -> Int, length: (Int) -> Int) -> (end: Int, from: Int, to: Int) {
+            let from = offset(items.lowerBound)
+            var to = from, j = items.lowerBound
+            while j < items.upperBound {
+                let o = offset(j), l = length(j)
+                if j > items.lowerBound && (o > to + gap || o + l - from > most) { break }
+                to = max(to, o + l); j += 1
+            }
+            return (j, from, to)
+        }
     }
 
     /// A worker's buffers, reused from read to read: what it read of a pack, and a blob's pages.
@@ -264,13 +278,8 @@ public enum RepoRestore {
         var i = pages.startIndex
         while i < pages.endIndex {
             // One read: this blob and the next ones (`reads`).
-            let from = Int(blob(of: pages[i]).offset)
-            var to = from, j = i
-            while j < pages.endIndex {
-                let b = blob(of: pages[j])
-                if j > i && (Int(b.offset) > to + reads.gap || Int(b.offset) + Int(b.length) - from > reads.most) { break }
-                to = max(to, Int(b.offset) + Int(b.length)); j += 1
-            }
+            let (j, from, to) = reads.cut(i..<pages.endIndex, offset: { Int(blob(of: pages[$0]).offset) },
+                                          length: { Int(blob(of: pages[$0]).length) })
             let count = try repository.store.get(key, offset: Int64(from), length: to - from, into: &buffers.read)
             fetched += Int64(count)
             var k = i

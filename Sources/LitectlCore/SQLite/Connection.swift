@@ -95,6 +95,15 @@ public final class Connection {
                 immutable: Bool = false, checkFile: Bool = true, hotJournal: HotJournalRead = .committedCopy) throws {
         self.path = path
         self.mode = mode
+        // A moment of a repository (a path bound to a page source, or one of
+        // the `repo:` form): opened through PageVFS, read-only, and nothing
+        // of the file system is looked at for it (no file check, no -journal
+        // or -wal beside it, no write gate entry: no file has that name).
+        if PageVFS.namesSource(path) {
+            let registration = try PageVFS.requireSource(named: path, writing: mode != .readOnly)
+            try openPages(registration, busyTimeout: busyTimeout)
+            return
+        }
         // What the run reads is in its protected set (`WriteGate`): no output
         // of the run writes over it or its -wal, -journal or -shm.
         if mode == .readOnly { WriteGate.shared.protect(database: path) } else { try WriteGate.shared.requireChangeable(database: path) }
@@ -230,7 +239,12 @@ public final class Connection {
     public init(pages registration: PageVFS.Registration, busyTimeout: Int = Connection.defaultBusyTimeout) throws {
         self.path = registration.label
         self.mode = .readOnly
-        self.pageSources = [registration]
+        try openPages(registration, busyTimeout: busyTimeout)
+    }
+
+    /// Opens `registration`'s image as main, read-only, and keeps it.
+    private func openPages(_ registration: PageVFS.Registration, busyTimeout: Int) throws {
+        pageSources = [registration]
         let opening = Clock.now()
         do {
             try open(registration.uri, flags: SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_READONLY,
@@ -240,7 +254,25 @@ public final class Connection {
             if let handle { sqlite3_close_v2(handle); self.handle = nil }
             throw error
         }
-        isImmutable = true
+        // Immutable as SQLite opens it; `journalMode` reports "wal" only for
+        // an image whose header says WAL (the mode the file had).
+        isImmutable = (try? PageVFS.prefix(of: registration, count: 20))?.dropFirst(18).first == 2
+    }
+
+    /// Copies this connection's main database into `target`'s main with the
+    /// backup API, in one step (a private copy to write on: `analyze
+    /// --dry-run` of a moment, which cannot be written).
+    /// See https://www.sqlite.org/backup.html
+    public func copyMain(into target: Connection) throws {
+        guard let backup = sqlite3_backup_init(target.rawHandle, "main", rawHandle, "main") else {
+            throw DatabaseError.fromConnection(target.rawHandle, code: sqlite3_errcode(target.rawHandle), path: path)
+        }
+        let step = sqlite3_backup_step(backup, -1)
+        let finish = sqlite3_backup_finish(backup)
+        guard step == SQLITE_DONE, finish == SQLITE_OK else {
+            if let failure = PageVFS.failure(in: rawHandle) { throw DatabaseError(code: .ioerr, message: failure, path: path) }
+            throw DatabaseError(code: ResultCode(rawValue: step == SQLITE_DONE ? finish : step), message: "cannot copy the database", path: path)
+        }
     }
 
     /// Keeps `registration` alive while this connection is open (a page

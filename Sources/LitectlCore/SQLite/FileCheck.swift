@@ -7,6 +7,10 @@ import Glibc
 import Darwin
 #endif
 
+/// A path that names a page source (a moment of a repository: see PageVFS's
+/// names) is never looked up on disk here: its checks pass when it is bound,
+/// its size and bytes are the image's, and anything beside it (-wal,
+/// -journal) does not exist.
 enum FileCheck {
     /// Fails unless `path` names an existing regular file that this process can
     /// read (and write, when `writable`), and, unless `whole` is false (a
@@ -15,6 +19,7 @@ enum FileCheck {
     /// `shape: false` makes only the checks that do not open the file (for a
     /// file this process already has open: see Connection).
     static func requireDatabaseFile(_ path: String, writable: Bool, whole: Bool = true, shape: Bool = true) throws {
+        if PageVFS.namesSource(path) { _ = try PageVFS.requireSource(named: path, writing: writable); return }
         var info = stat()
         if stat(path, &info) != 0 {
             let err = errno
@@ -56,6 +61,7 @@ enum FileCheck {
     /// which never blocks, beside the file a symbolic link names (where
     /// SQLite looks). (A FIFO `-wal` does not stop SQLite: left alone.)
     static func requireRegularCompanions(_ path: String) throws {
+        if PageVFS.namesSource(path) { return }
         var resolved = path
         if let real = realpath(path, nil) {
             resolved = String(cString: real)
@@ -123,6 +129,7 @@ enum FileCheck {
     /// True for a WAL-mode database with no -wal file, in a folder this process
     /// may not write (so no -shm can be made and no writer can be active).
     static func isQuiescentWALInReadOnlyFolder(_ path: String) -> Bool {
+        if PageVFS.namesSource(path) { return false }
         guard let header = try? readPrefix(of: path, count: 20), header.count == 20, header[18] == 2 else { return false }
         guard access(path + "-wal", F_OK) != 0 else { return false }
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
@@ -131,6 +138,9 @@ enum FileCheck {
 
     /// The size in bytes of the file at `path`, or nil when there is none.
     static func size(of path: String) -> Int64? {
+        if PageVFS.namesSource(path) {
+            return PageVFS.source(named: path).map { Int64($0.source.pageSize) * Int64($0.source.pageCount) }
+        }
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)
@@ -138,6 +148,7 @@ enum FileCheck {
 
     /// Up to `count` bytes from the start of the file (fewer when it is shorter).
     static func readPrefix(of path: String, count: Int) throws -> [UInt8] {
+        if PageVFS.namesSource(path) { return try PageVFS.prefix(of: try PageVFS.requireSource(named: path), count: count) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             throw DatabaseError(code: .cantopen, message: String(cString: strerror(errno)), path: path)

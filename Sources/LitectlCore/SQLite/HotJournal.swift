@@ -171,6 +171,8 @@ public enum HotJournal {
     /// stays open, unlocked, until the process ends, as SQLite keeps its own
     /// in that case.
     static func committedCopy(of path: String, busyTimeout: Int, mayCloseSource: Bool) throws -> RolledBackCopy? {
+        // A moment of a repository has no journal: nothing beside its name is looked at.
+        if PageVFS.namesSource(path) { return nil }
         let made: Result<RolledBackCopy?, any Error> = making.withLock { _ in
             Result { try makeCommittedCopy(of: path, busyTimeout: busyTimeout, mayCloseSource: mayCloseSource) }
         }

@@ -73,6 +73,76 @@ public enum PageVFS {
         return registration
     }
 
+    // MARK: Names
+    //
+    // A page source may also be reached by a name of its own: the text of a
+    // moment reference (`repo:app.db@-1h`, see docs/moments.md). Every read
+    // command opens its databases by a path string; once the name is bound,
+    // `Connection(path:)` (and ATTACH, and the checks on a file before
+    // SQLite opens it, and the -wal/-journal lookups beside it) see the
+    // source, never the file system. A string that starts with `repo:` is
+    // never a file, bound or not (a local file of that name is reached as
+    // `./repo:...`), so a file a hostile folder holds under such a name, or
+    // beside it (`repo:app.db@-1h-journal`), is never opened, read or
+    // removed.
+
+    /// The prefix of a moment reference: a path string that starts with it
+    /// names a page source, never a file.
+    public static let referencePrefix = "repo:"
+
+    static let names = Locked<[String: Registration]>([:])
+
+    /// True when `path` names a page source rather than a file: it is bound,
+    /// or it has the form of a moment reference.
+    public static func namesSource(_ path: String) -> Bool {
+        path.hasPrefix(referencePrefix) || names.withLock { $0[path] != nil }
+    }
+
+    /// Makes `name` open `registration` wherever a database path is taken,
+    /// until `unbind(name)` (the binding keeps the registration alive). A
+    /// second binding of one name replaces the first.
+    public static func bind(_ registration: Registration, as name: String) {
+        names.withLock { $0[name] = registration }
+    }
+
+    public static func unbind(_ name: String) {
+        names.withLock { _ = $0.removeValue(forKey: name) }
+    }
+
+    /// The source `path` is bound to, nil when it names none.
+    public static func source(named path: String) -> Registration? {
+        names.withLock { $0[path] }
+    }
+
+    /// The source `path` names (see `namesSource`), for a reader: one clear
+    /// error when it is a moment reference nobody opened, or when a write is
+    /// asked of it.
+    static func requireSource(named path: String, writing: Bool = false) throws -> Registration {
+        guard let registration = source(named: path) else {
+            throw DatabaseError(code: .cantopen,
+                                message: "a moment of a repository that was not opened (give the repository: --repo URL or --config FILE; a local file of this name is ./\(path))",
+                                path: path)
+        }
+        if writing {
+            throw DatabaseError(code: .readonly, message: "a moment of a repository is read-only", path: path)
+        }
+        return registration
+    }
+
+    /// The image's first `count` bytes (fewer when it is smaller), read
+    /// through the source as SQLite would read them.
+    static func prefix(of registration: Registration, count: Int) throws -> [UInt8] {
+        let size = registration.source.pageSize * registration.source.pageCount
+        let n = min(count, size)
+        guard n > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: n)
+        let rc = bytes.withUnsafeMutableBufferPointer { read(registration, into: $0.baseAddress!, count: n, at: 0) }
+        guard rc == SQLITE_OK else {
+            throw DatabaseError(code: .ioerr, message: registration.takeFailure() ?? "cannot read the first page", path: registration.label)
+        }
+        return bytes
+    }
+
     /// The cause of the read that made `db`'s last call fail, when a file of
     /// this VFS failed one (each schema of the connection is looked at).
     static func failure(in db: OpaquePointer) -> String? {

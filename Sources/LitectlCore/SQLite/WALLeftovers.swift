@@ -32,6 +32,8 @@ enum WALLeftovers {
     /// SQLite opens the file: the -wal and -shm must be missing now for them to
     /// be ours later.
     static func watch(_ path: String, readOnly: Bool) -> Watch? {
+        // A moment of a repository has no -wal or -shm (and a file of its name is not it).
+        if PageVFS.namesSource(path) { return nil }
         guard let id = FileIdentity(path) else { return nil }
         // The header is read (an open and a close of the file) only when no
         // connection of this process has the file open: closing a descriptor

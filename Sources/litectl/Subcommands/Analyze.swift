@@ -21,7 +21,7 @@ struct Analyze: ParsableCommand {
             done, 2 error (missing file, read-only file, lock held past --timeout).
             """)
 
-    @Argument(help: ArgumentHelp("Database file.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database file (with --dry-run, or a moment: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databasePath: String
 
     @Argument(help: ArgumentHelp("Tables or indexes to analyze (default: all).", valueName: "table-or-index"))
@@ -35,12 +35,16 @@ struct Analyze: ParsableCommand {
 
     @OptionGroup var output: OutputOptions
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if optimize && !targets.isEmpty { throw ValidationError("--optimize works on the whole database; name no tables.") }
     }
 
     func run() throws {
+        if !dryRun { try refuseMoments([databasePath], as: "analyzed in place (analyze --dry-run reads one)") }
+        let opened = try moments.open([databasePath], quiet: output.voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         var options = AnalyzeOptions()
         options.targets = targets
         options.optimize = optimize

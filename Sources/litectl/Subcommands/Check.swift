@@ -93,7 +93,7 @@ struct Check: ParsableCommand {
         var rows: OutputFormat? { OutputFormat(rawValue: rawValue) }
     }
 
-    @Argument(help: ArgumentHelp("Database files.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database files (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databases: [String]
 
     @Flag(name: .long, help: "Run quick_check instead of integrity_check (faster; misses an index out of step with its table).")
@@ -152,6 +152,7 @@ struct Check: ParsableCommand {
 
     @OptionGroup var voice: VoiceOptions
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("-j must be 1 or more.") }
@@ -176,6 +177,8 @@ struct Check: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open(databases, quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         let started = Date().timeIntervalSince1970
         var options = CheckOptions()
         options.quick = quick

@@ -119,7 +119,7 @@ struct Diff: ParsableCommand {
             Exit status: 0 identical (after filters), 1 different, 2 error.
             """)
 
-    @Argument(help: ArgumentHelp("The first database (the one a sql patch applies to).", valueName: "a"))
+    @Argument(help: ArgumentHelp("The first database (the one a sql patch applies to) (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "a"))
     var a: String
 
     @Argument(help: ArgumentHelp("The second database (the target).", valueName: "b"))
@@ -161,6 +161,7 @@ struct Diff: ParsableCommand {
     var verbose: Bool { voice.verbose }
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if schemaOnly && dataOnly { throw ValidationError("--schema-only and --data-only exclude each other.") }
@@ -174,6 +175,8 @@ struct Diff: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open([a, b], quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         TemporaryFiles.installSignalCleanup()  // a keyless table's residue may go to a temporary file
         var options = DiffOptions()
         options.tables = tables

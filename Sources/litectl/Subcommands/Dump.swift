@@ -67,7 +67,7 @@ struct Dump: ParsableCommand {
         case sql, csv, jsonl
     }
 
-    @Argument(help: ArgumentHelp("Database file.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database file (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databasePath: String
 
     @Option(name: .customLong("table"), help: ArgumentHelp("Dump only this table (repeatable).", valueName: "name"))
@@ -93,6 +93,7 @@ struct Dump: ParsableCommand {
     var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if schemaOnly && dataOnly { throw ValidationError("--schema-only and --data-only exclude each other.") }
@@ -103,6 +104,8 @@ struct Dump: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open([databasePath], quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         TemporaryFiles.installSignalCleanup()
         var options = DumpOptions()
         options.tables = tables

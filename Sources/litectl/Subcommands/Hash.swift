@@ -34,7 +34,7 @@ struct Hash: ParsableCommand {
             Exit status: 0 when every database was hashed, 2 when any could not be.
             """)
 
-    @Argument(help: ArgumentHelp("Database files.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database files (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databases: [String]
 
     @Option(name: .customLong("table"), help: ArgumentHelp("Hash only this table (repeatable).", valueName: "name"))
@@ -52,6 +52,7 @@ struct Hash: ParsableCommand {
     @OptionGroup var voice: VoiceOptions
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if schemaOnly && dataOnly { throw ValidationError("--schema-only and --data-only exclude each other.") }
@@ -59,6 +60,8 @@ struct Hash: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open(databases, quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         var options = ContentHashOptions()
         options.tables = tables
         options.includeSchema = !dataOnly

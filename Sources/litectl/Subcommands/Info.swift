@@ -30,16 +30,19 @@ struct Info: ParsableCommand {
             (each such file gets one line on stderr; the others are still reported).
             """)
 
-    @Argument(help: ArgumentHelp("Database files.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database files (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databases: [String]
 
     @OptionGroup var voice: VoiceOptions
     var json: Bool { voice.json }
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open(databases, quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         var failed = false
         for (i, path) in databases.enumerated() {
             do {

@@ -124,6 +124,7 @@ struct Load: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([databasePath], as: "loaded into")
         Interruption.install(naming: databasePath)
         let source: LoadInput
         if isFolder {

@@ -145,6 +145,7 @@ struct MigrateApply: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([database], as: "migrated")
         noteHotJournals(voice)
         Interruption.install(naming: database)
         var request = MigrateRequest(database: database, folder: folder)

@@ -85,6 +85,7 @@ struct MigrateLint: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([database], as: "linted (migrate lint copies a file)")
         noteHotJournals(voice)
         // SIGINT, SIGTERM, SIGHUP: the copy is removed, one line names DB, exit 2.
         Interruption.install(naming: database)

@@ -40,6 +40,7 @@ struct MigrateStatus: ParsableCommand {
     @OptionGroup var options: DatabaseOptions
 
     func run() throws {
+        try refuseMoments([database], as: "read by migrate status (restore it first)")
         noteHotJournals(voice)
         let report: MigrationStatusReport
         do {

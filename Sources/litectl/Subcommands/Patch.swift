@@ -70,6 +70,7 @@ struct Patch: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
+        try refuseMoments([a], as: "patched")
         Interruption.install(naming: a)
         do {
             let bytes = patch == "-" ? [UInt8](FileHandle.standardInput.readDataToEndOfFile())

@@ -67,6 +67,13 @@ struct Query: ParsableCommand {
             {"blob": "HEX"}. Rows stream: memory stays flat for any result size (the \
             table format sizes its columns from the first 1,000 rows).
 
+            DB and the PATH of --attach may be moments of a repository (repo:NAME@WHEN, \
+            docs/moments.md), read-only: `litectl query app.db --attach old=repo:app.db@-1h \
+            'SELECT ...'` joins the file with its state an hour ago. --follow runs the SQL \
+            again each time a moment at latest gets a newer state (looked for every \
+            --interval, default 1s), printing each result in full (a blank line between \
+            table results), until --count results or an interrupt.
+
             Exit status: 0 success; 1 with --each when any file failed; 2 an error \
             (a missing file, an SQL error, a refused write); 64 a usage error.
             """)
@@ -103,8 +110,19 @@ struct Query: ParsableCommand {
         "With --each: how many files to query at once (default: the number of cores).", valueName: "n"))
     var jobs: Int?
 
+    @Flag(help: "Run the SQL again each time a moment at latest (repo:NAME@latest) gets a newer state.")
+    var follow = false
+
+    @Option(help: ArgumentHelp("With --follow: how often to look for a newer state (default: 1s).", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var interval: DurationArgument?
+
+    @Option(help: ArgumentHelp("With --follow: stop after this many results (default: until interrupted).", valueName: "n"))
+    var count: Int?
+
     @OptionGroup var output: OutputOptions
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     /// (main database, SQL text source) from the positional arguments.
     private var roles: (database: String?, sql: String?) {
@@ -134,14 +152,29 @@ struct Query: ParsableCommand {
             throw ValidationError("-j/--jobs only applies with --each.")
         }
         if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be 1 or more.") }
+        if !follow && (interval != nil || count != nil) { throw ValidationError("--interval and --count apply with --follow.") }
+        if let count, count < 1 { throw ValidationError("--count must be 1 or more.") }
+        if let interval, interval.seconds <= 0 { throw ValidationError("--interval must be more than 0.") }
+        if follow && (write || !eachPatterns.isEmpty) { throw ValidationError("--follow reads moments: it cannot be combined with --write or --each.") }
         for spec in attachments + parameters + textParameters where !spec.contains("=") || spec.hasPrefix("=") {
             throw ValidationError("Expected NAME=VALUE, got '\(spec)'.")
         }
     }
 
+    /// The paths of --attach, as given.
+    private var attachedPaths: [String] { attachments.map { split($0).1 } }
+
     func run() throws {
         noteHotJournals(output.voice)
         fflush(nil)  // what went through stdio so far comes first
+        try refuseMoments(eachPatterns, as: "a file of --each (give it as DB or with --attach)")
+        if write { try refuseMoments([roles.database], as: "opened with --write") }
+        let opened = try moments.open([roles.database] + attachedPaths, quiet: output.voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
+        if follow && !opened.moments.contains(where: { $0.reference.when == "latest" }) {
+            printError("--follow needs a moment at latest (repo:NAME@latest) as DB or with --attach")
+            throw ExitCode(64)
+        }
         let sink = FileDescriptorSink()
         do {
             let sql = try readSQL()
@@ -150,6 +183,34 @@ struct Query: ParsableCommand {
                 try runEach(sql: sql, parameters: parameters, sink: sink)
                 return
             }
+            var results = 0
+            while true {
+                try runOnce(sql: sql, parameters: parameters, sink: sink, first: results == 0)
+                results += 1
+                guard follow, results < count ?? Int.max else { break }
+                // The next result once a moment at latest has a newer state.
+                while try !opened.refresh() {
+                    Thread.sleep(forTimeInterval: interval?.seconds ?? 1)
+                }
+            }
+        } catch let exit as ExitCode {
+            try? sink.flush()
+            throw exit
+        } catch let several as FanOutQuery.SeveralResults {
+            try? sink.flush()
+            printError(refusal(several))
+            throw ExitCode(64)
+        } catch {
+            try? sink.flush()
+            printError(describe(error))
+            throw ExitStatus.error
+        }
+    }
+
+    /// Runs the SQL once on a new session and prints its results; `first`
+    /// is false for the next runs of --follow (a blank line before a table).
+    private func runOnce(sql: String, parameters: QueryParameters, sink: FileDescriptorSink, first: Bool) throws {
+        do {
             let session = try AttachedSession(mainPath: roles.database, writable: write, busyTimeout: database.busyTimeout)
             for spec in attachments {
                 let (alias, path) = split(spec)
@@ -174,7 +235,7 @@ struct Query: ParsableCommand {
                 // table the script makes): refused before it is stepped.
                 if oneResult && results > 0 { throw FanOutQuery.SeveralResults(count: results + 1, statementSQL: result.sql) }
                 // People read table and markdown: a blank line between results.
-                if results > 0, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
+                if results > 0 || !first, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
                 if results > 0 && several { sink.write(Array(",".utf8)) }
                 results += 1
                 writer.begin(columns: result.columns)
@@ -183,17 +244,6 @@ struct Query: ParsableCommand {
             }
             if several { sink.write(Array("]\n".utf8)) } else if document && results == 0 { sink.write(Array("[]\n".utf8)) }
             try sink.flush()
-        } catch let exit as ExitCode {
-            try? sink.flush()
-            throw exit
-        } catch let several as FanOutQuery.SeveralResults {
-            try? sink.flush()
-            printError(refusal(several))
-            throw ExitCode(64)
-        } catch {
-            try? sink.flush()
-            printError(describe(error))
-            throw ExitStatus.error
         }
     }
 

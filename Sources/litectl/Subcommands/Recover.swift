@@ -71,6 +71,7 @@ struct Recover: ParsableCommand {
     @OptionGroup var voice: VoiceOptions
 
     func run() throws {
+        try refuseMoments([damaged, output], as: "read or written by recover (it reads and writes files)")
         TemporaryFiles.installSignalCleanup()
         var request = RecoveryRequest(source: damaged, output: output)
         request.replace = force

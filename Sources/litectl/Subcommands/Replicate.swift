@@ -134,6 +134,7 @@ struct Replicate: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments(paths, as: "replicated")
         var settings = ReplicateSettings()
         settings.location = repository.location
         settings.sources = paths

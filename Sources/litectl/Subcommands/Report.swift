@@ -55,7 +55,7 @@ struct Report: ParsableCommand {
             written).
             """)
 
-    @Argument(help: ArgumentHelp("One database, or two to compare (A, then B).", valueName: "db"))
+    @Argument(help: ArgumentHelp("One database, or two to compare (A, then B) (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databases: [String]
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The HTML file to write.", valueName: "file"))
@@ -78,6 +78,7 @@ struct Report: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var voice: VoiceOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         guard (1...2).contains(databases.count) else { throw ValidationError("Give one database, or two to compare.") }
@@ -90,6 +91,8 @@ struct Report: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
+        let opened = try moments.open(databases, quiet: voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         TemporaryFiles.installSignalCleanup()
         var options = ReportOptions()
         options.busyTimeout = database.busyTimeout

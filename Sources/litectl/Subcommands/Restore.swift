@@ -135,6 +135,7 @@ struct Restore: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([target], as: "restored into")
         Interruption.install(naming: target)
         // A restore at boot: an existing TARGET is the application's own data.
         if ifDbNotExists && DurableFolder.exists(target) {

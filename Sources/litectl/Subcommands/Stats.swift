@@ -43,7 +43,7 @@ struct Stats: ParsableCommand {
             --no-progress). Exit status: 0 done, 2 error.
             """)
 
-    @Argument(help: ArgumentHelp("Database file.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database file (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databasePath: String
 
     @Option(name: .long, help: ArgumentHelp("Show only the N largest objects.", valueName: "n"))
@@ -60,6 +60,7 @@ struct Stats: ParsableCommand {
 
     @OptionGroup var output: OutputOptions
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if let top, top < 1 { throw ValidationError("--top must be 1 or more.") }
@@ -67,6 +68,8 @@ struct Stats: ParsableCommand {
 
     func run() throws {
         noteHotJournals(output.voice)
+        let opened = try moments.open([databasePath], quiet: output.voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         let showProgress = !noProgress && isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         var lastShown = 0.0
         let stats: FileStats

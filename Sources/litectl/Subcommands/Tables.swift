@@ -26,7 +26,7 @@ struct Tables: ParsableCommand {
             on stderr; the others are still listed); 64 a usage error.
             """)
 
-    @Argument(help: ArgumentHelp("Database files.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Database files (or moments: repo:NAME@WHEN, docs/moments.md).", valueName: "db"))
     var databases: [String] = []
 
     @Option(name: .customLong("attach"), help: ArgumentHelp(
@@ -41,6 +41,7 @@ struct Tables: ParsableCommand {
 
     @OptionGroup var output: OutputOptions
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup(title: "Moments of a repository") var moments: MomentSourceOptions
 
     func validate() throws {
         if databases.isEmpty && attachments.isEmpty {
@@ -53,6 +54,8 @@ struct Tables: ParsableCommand {
 
     func run() throws {
         noteHotJournals(output.voice)
+        let opened = try moments.open(databases + attachments.map { String($0[$0.index(after: $0.firstIndex(of: "=")!)...]) }, quiet: output.voice.quiet)
+        defer { withExtendedLifetime(opened) {} }
         fflush(nil)  // what went through stdio so far comes first
         let sink = FileDescriptorSink()
         let writer = output.makeWriter(sink: sink)

@@ -171,6 +171,7 @@ struct Transform: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([database], as: "transformed")
         noteHotJournals(voice)
         Interruption.install(naming: database)
         var request = TransformRequest(table: table, changes: try changes())

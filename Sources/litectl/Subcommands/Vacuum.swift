@@ -126,6 +126,7 @@ struct Vacuum: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMoments([databasePath, into], as: "vacuumed (restore it first)")
         noteHotJournals(voice)
         Interruption.install(naming: databasePath)
         if dryRun { return try runDry() }

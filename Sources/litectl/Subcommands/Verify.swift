@@ -86,6 +86,7 @@ struct Verify: ParsableCommand {
     var json: Bool { voice.json }
 
     func run() throws {
+        try refuseMoments(backups, as: "verified as a backup file (verify the repository with --repo)")
         TemporaryFiles.installSignalCleanup()
         if repository.isGiven { return try runRepository() }
         var bad = false, error = false

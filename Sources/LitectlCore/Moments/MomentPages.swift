@@ -1,0 +1,230 @@
+// The pages of a moment as PageVFS asks for them: each fetched on demand as
+// its blob (a ranged read of its pack), opened, decompressed and checked
+// against its page id before SQLite sees a byte; kept in a bounded cache by
+// id; and, when SQLite reads pages in runs of consecutive numbers (a table
+// scan, check, hash, dump), the next pages' blobs fetched ahead on a few
+// threads, neighbouring blobs of one pack in one ranged read. Built on
+// Repository/ (its page map and blob reads: Repository/RepositoryReads.swift).
+import Foundation
+
+/// What the moments of one repository share: the cache, the pages being
+/// fetched, the read-ahead threads and the count of what was read. A moment
+/// and the ones `refreshed` gives share one.
+final class MomentFetcher: @unchecked Sendable {
+    let repository: Repository
+    let readAhead: Bool
+    /// How blobs of one pack are read together (restore's rule, `RepoRestore.Reads`).
+    let reads: RepoRestore.Reads
+    /// Threads that fetch ahead, at most.
+    let workers: Int
+    /// Guards everything below; waiters for a page being fetched wait on it.
+    let condition = NSCondition()
+    let cache: PageCache
+    /// Ids of pages a read under way will bring.
+    private(set) var inFlight = Set<PageID>()
+    private(set) var requests = 0
+    private(set) var bytes: Int64 = 0
+    private var queue: [() -> Void] = []
+    private var running = 0
+    /// Decompressors and buffers for reads in the foreground, reused.
+    private var tools: [(ZstdDecompressor, RepoRestore.Buffers)] = []
+
+    init(repository: Repository, options: MomentOptions) {
+        self.repository = repository
+        readAhead = options.readAhead
+        cache = PageCache(capacity: options.cacheBytes)
+        let remote = !(repository.store is FolderStore)
+        // A moment's reads are a query's: smaller than a restore's, so that
+        // read-ahead does not fill the cache with one read.
+        reads = remote ? RepoRestore.Reads(gap: 256 << 10, most: min(4 << 20, max(1 << 20, options.cacheBytes / 8)))
+                       : RepoRestore.Reads(gap: 32 << 10, most: 1 << 20)
+        workers = remote ? 8 : max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    var fetched: (requests: Int, bytes: Int64) { condition.lock(); defer { condition.unlock() }; return (requests, bytes) }
+
+    /// With the lock held: marks `ids` as being fetched.
+    func mark(_ ids: some Sequence<PageID>) { inFlight.formUnion(ids) }
+
+    /// Ends a read: its pages kept (those `keep` wants), its marks dropped,
+    /// waiters woken.
+    func finish(marked: [PageID], pages: [(PageID, [UInt8])], requests: Int, bytes: Int64) {
+        condition.lock()
+        for (id, page) in pages { cache.put(id, page) }
+        for id in marked { inFlight.remove(id) }
+        self.requests += requests
+        self.bytes += bytes
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func takeTools() -> (ZstdDecompressor, RepoRestore.Buffers) {
+        condition.lock(); defer { condition.unlock() }
+        return tools.popLast() ?? (ZstdDecompressor(), RepoRestore.Buffers())
+    }
+
+    func giveBack(_ t: (ZstdDecompressor, RepoRestore.Buffers)) {
+        condition.lock(); defer { condition.unlock() }
+        if tools.count < 4 { tools.append(t) }
+    }
+
+    /// Runs `job` on one of at most `workers` threads (started as needed,
+    /// ended when there is nothing left to do).
+    func submit(_ job: @escaping () -> Void) {
+        condition.lock()
+        queue.append(job)
+        let start = running < workers
+        if start { running += 1 }
+        condition.unlock()
+        guard start else { return }
+        let thread = Thread { [self] in
+            while true {
+                condition.lock()
+                guard !queue.isEmpty else { running -= 1; condition.unlock(); return }
+                let next = queue.removeFirst()
+                condition.unlock()
+                next()
+            }
+        }
+        thread.name = "litectl-ahead"
+        thread.start()
+    }
+}
+
+/// One moment's pages (PageVFS's source).
+final class MomentPages: ImagePages, @unchecked Sendable {
+    let pageSize: Int
+    var pageCount: Int { ids.count }
+    let ids: [PageID]
+    /// The ids, sorted: whether a page a blob holds belongs to this moment.
+    private let sortedIDs: [PageID]
+    let map: StatePages
+    let fetcher: MomentFetcher
+    /// Runs of consecutive page numbers being read (guarded by the fetcher's lock).
+    private var streams: [Stream] = []
+    private struct Stream { var next: Int; var length: Int; var scheduled: Int }
+    /// The most pages fetched ahead of a run.
+    private let aheadMost: Int
+
+    init(ids: [PageID], pageSize: Int, map: StatePages, fetcher: MomentFetcher) {
+        self.ids = ids
+        self.pageSize = pageSize
+        self.map = map
+        self.fetcher = fetcher
+        sortedIDs = ids.sorted()
+        aheadMost = max(0, min(4096, fetcher.cache.capacity / 2 / max(pageSize, 1)))
+    }
+
+    func holds(_ id: PageID) -> Bool {
+        var low = 0, high = sortedIDs.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sortedIDs[mid] < id { low = mid + 1 } else { high = mid }
+        }
+        return low < sortedIDs.count && sortedIDs[low] == id
+    }
+
+    func page(_ number: Int) throws -> [UInt8] {
+        guard number >= 1 && number <= ids.count else {
+            throw StoreError(.other, location: fetcher.repository.location, message: "page \(number) is past the moment's \(ids.count) pages")
+        }
+        let id = ids[number - 1]
+        let c = fetcher.condition
+        c.lock()
+        let ahead = fetcher.readAhead ? notice(number) : nil
+        while true {
+            if let bytes = fetcher.cache.get(id) {
+                let marked = ahead.map { claim($0) } ?? []
+                c.unlock()
+                if !marked.isEmpty { _ = try? fetchAhead(marked, foreground: nil) }
+                return bytes
+            }
+            if fetcher.inFlight.contains(id) { c.wait(); continue }
+            break
+        }
+        fetcher.mark([id])
+        let marked = ahead.map { claim($0) } ?? []
+        c.unlock()
+        return try fetchAhead(marked, foreground: (number, id))!
+    }
+
+    /// With the lock held: the run page `number` continues, and the pages to
+    /// fetch ahead of it (nil when none are due).
+    private func notice(_ number: Int) -> ClosedRange<Int>? {
+        guard aheadMost > 0 else { return nil }
+        if let s = streams.firstIndex(where: { $0.next == number }) {
+            var stream = streams.remove(at: s)
+            stream.next = number + 1
+            stream.length += 1
+            defer { streams.append(stream) }
+            guard stream.length >= 3 else { return nil }
+            // The window grows with the run: a short run fetches a little ahead.
+            let window = min(aheadMost, max(16, stream.length * 4))
+            let from = max(stream.scheduled + 1, number + 1), to = min(ids.count, number + window)
+            guard from <= to, stream.scheduled < number + window / 2 else { return nil }
+            stream.scheduled = to
+            return from...to
+        }
+        if streams.count >= 8 { streams.removeFirst() }
+        streams.append(Stream(next: number + 1, length: 1, scheduled: number))
+        return nil
+    }
+
+    /// With the lock held: the pages of `range` neither kept nor being
+    /// fetched, now marked as being fetched (page numbers and ids).
+    private func claim(_ range: ClosedRange<Int>) -> [(Int, PageID)] {
+        var out: [(Int, PageID)] = []
+        var seen = Set<PageID>()
+        for n in range {
+            let id = ids[n - 1]
+            if fetcher.cache.contains(id) || fetcher.inFlight.contains(id) || !seen.insert(id).inserted { continue }
+            out.append((n, id))
+        }
+        fetcher.mark(out.map(\.1))
+        return out
+    }
+
+    /// Fetches the blobs of `marked` (and of `foreground`'s page): the
+    /// ranged read that holds the foreground page here, the others on the
+    /// fetcher's threads. Returns the foreground page.
+    @discardableResult
+    private func fetchAhead(_ marked: [(Int, PageID)], foreground: (number: Int, id: PageID)?) throws -> [UInt8]? {
+        var blobOf: [PageID: UInt32] = [:]
+        for (n, id) in marked { blobOf[id] = map.blob(ofPage: n) }
+        let front = foreground.map { map.blob(ofPage: $0.number) }
+        let spans = map.spans(Array(blobOf.values) + (front.map { [$0] } ?? []), reads: fetcher.reads)
+        var result: [UInt8]?
+        for span in spans {
+            let blobs = Set(span.blobs)
+            var owned = marked.compactMap { blobs.contains(blobOf[$0.1]!) ? $0.1 : nil }
+            if let foreground, let front, blobs.contains(front) {
+                owned.append(foreground.id)
+                result = try read(span, marked: owned, want: foreground.id)
+            } else {
+                fetcher.submit { [self] in _ = try? read(span, marked: owned, want: nil) }
+            }
+        }
+        return result
+    }
+
+    /// One ranged read: every page it brings that this moment holds is kept;
+    /// the marks it owns are dropped whatever happens. Returns page `want`.
+    private func read(_ span: StatePages.Span, marked: [PageID], want: PageID?) throws -> [UInt8]? {
+        var pages: [(PageID, [UInt8])] = []
+        var wanted: [UInt8]?
+        var count = 0
+        let tools = fetcher.takeTools()
+        defer {
+            fetcher.giveBack(tools)
+            fetcher.finish(marked: marked, pages: pages, requests: count > 0 ? 1 : 0, bytes: Int64(count))
+        }
+        count = try fetcher.repository.read(span, map: map, pageSize: pageSize, decompressor: tools.0, buffers: tools.1) { id, bytes in
+            if id == want { wanted = Array(bytes) }
+            if holds(id) { pages.append((id, id == want ? wanted! : Array(bytes))) }
+        }
+        if let want, wanted == nil {
+            throw StoreError(.other, location: fetcher.repository.location, message: "damaged index: page \(want.hex.prefix(12)) is not in the blob it names")
+        }
+        return wanted
+    }
+}
