@@ -192,11 +192,27 @@ final class MomentPages: ImagePages, @unchecked Sendable {
         var blobOf: [PageID: UInt32] = [:]
         for (n, id) in marked { blobOf[id] = map.blob(ofPage: n) }
         let front = foreground.map { map.blob(ofPage: $0.number) }
+        // The other pages of this moment the same blobs hold are marked too,
+        // so that no other read fetches those blobs meanwhile.
+        let c = fetcher.condition
+        c.lock()
+        var more: [PageID] = []
+        for b in Set(blobOf.values).union(front.map { [$0] } ?? []) {
+            for slot in 0..<map.pageCount(ofBlob: b) {
+                guard let id = map.id(ofBlob: b, slot: slot), blobOf[id] == nil, id != foreground?.id, holds(id),
+                      !fetcher.cache.contains(id), !fetcher.inFlight.contains(id) else { continue }
+                blobOf[id] = b
+                more.append(id)
+            }
+        }
+        fetcher.mark(more)
+        c.unlock()
+        let marked = marked.map(\.1) + more
         let spans = map.spans(Array(blobOf.values) + (front.map { [$0] } ?? []), reads: fetcher.reads)
         var result: [UInt8]?
         for span in spans {
             let blobs = Set(span.blobs)
-            var owned = marked.compactMap { blobs.contains(blobOf[$0.1]!) ? $0.1 : nil }
+            var owned = marked.filter { blobs.contains(blobOf[$0]!) }
             if let foreground, let front, blobs.contains(front) {
                 owned.append(foreground.id)
                 result = try read(span, marked: owned, want: foreground.id)

@@ -74,6 +74,9 @@ final class StatePages: @unchecked Sendable {
     /// The blob that holds page `number` (1...count).
     func blob(ofPage number: Int) -> UInt32 { index.entries[Int(positions[number - 1])].blob }
 
+    /// How many pages a blob holds.
+    func pageCount(ofBlob blob: UInt32) -> Int { Int(index.blobs[Int(blob)].pages) }
+
     /// The pack a blob lies in, by its number into the index's packs.
     func pack(ofBlob blob: UInt32) -> UInt32 { index.blobs[Int(blob)].pack }
 
