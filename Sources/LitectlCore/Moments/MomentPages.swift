@@ -244,3 +244,16 @@ final class MomentPages: ImagePages, @unchecked Sendable {
         return wanted
     }
 }
+
+/// Two moments of one repository know which pages they share before either
+/// is read: their page ids (the diff of two moments reads only what
+/// changed: Diff/IdentifiedSharedPages.swift). Moments of two repositories
+/// never count as sharing a page (their ids may be keyed apart).
+extension MomentPages: IdentifiedPages {
+    func samePage(_ number: Int, in other: any ImagePages) -> Bool {
+        guard let other = other as? MomentPages, other.pageSize == pageSize, number >= 1,
+              number <= ids.count, number <= other.ids.count,
+              other.fetcher.repository.location == fetcher.repository.location else { return false }
+        return ids[number - 1] == other.ids[number - 1]
+    }
+}
