@@ -152,10 +152,10 @@ def main():
     import boto3
     s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
                       aws_access_key_id="test", aws_secret_access_key="test")
-    for b in ("lc", "ls"):
+    for b in ("lcfleet", "lsfleet"):
         s3.create_bucket(Bucket=b)
 
-    subprocess.run([a.litectl, "repo", "init", "s3://lc/fleet", "--endpoint", endpoint], check=True, env=env,
+    subprocess.run([a.litectl, "repo", "init", "s3://lcfleet/fleet", "--endpoint", endpoint], check=True, env=env,
                    stdout=subprocess.DEVNULL)
     version = subprocess.run(["litestream", "version"], capture_output=True, text=True).stdout.strip()
     report["litestream_version"] = version
@@ -168,7 +168,7 @@ def main():
     watch: true
     replica:
       type: s3
-      bucket: ls
+      bucket: lsfleet
       path: fleet
       endpoint: {endpoint}
       region: us-east-1
@@ -176,7 +176,7 @@ def main():
       sync-interval: 1s
 """)
     events = f"{t}/litectl-events.jsonl"
-    lc = subprocess.Popen([a.litectl, "replicate", "--dir", f"{t}/lc", "--watch", "--repo", "s3://lc/fleet", "--endpoint", endpoint,
+    lc = subprocess.Popen([a.litectl, "replicate", "--dir", f"{t}/lc", "--watch", "--repo", "s3://lcfleet/fleet", "--endpoint", endpoint,
                            "--json"], stdout=open(events, "w"), stderr=open(f"{t}/litectl.err", "w"), env=env)
     ls = subprocess.Popen(["litestream", "replicate", "-config", config], stdout=open(f"{t}/litestream.log", "w"),
                           stderr=subprocess.STDOUT, env=lsenv)
@@ -192,29 +192,32 @@ def main():
             log("a follower exited during the start"); sys.exit(1)
         time.sleep(1)
     report["litectl_start_seconds"] = time.time() - start.t0
-    last, quiet_since = (None, None), time.time()
-    while time.time() < deadline and time.time() - quiet_since < 10:
-        now = (counter.get("lc"), counter.get("ls"))
-        if now != last:
-            last, quiet_since = now, time.time()
-        time.sleep(1)
-    report["start"] = start.end(counter, ("lc", "ls"))
-    report["start"]["requests"] = {"litectl": counter.get("lc"), "litestream": counter.get("ls")}
+    # Then both quiet: fewer requests in 10 s than one per 50 databases (litectl's folder
+    # lease is renewed every 10 s; Litestream's own compactions go on for a while), or 60 s.
+    settle_until = time.time() + 60
+    while time.time() < min(deadline, settle_until):
+        before = (counter.get("lcfleet"), counter.get("lsfleet"))
+        time.sleep(10)
+        after = (counter.get("lcfleet"), counter.get("lsfleet"))
+        if all(b - a <= n / 50 + 5 for a, b in zip(before, after)):
+            break
+    report["start"] = start.end(counter, None)
+    report["start"]["requests"] = {"litectl": counter.get("lcfleet"), "litestream": counter.get("lsfleet")}
     log(f"both started in {time.time() - start.t0:.0f} s (litectl {report['litectl_start_seconds']:.0f} s)")
 
     log(f"idle phase, {a.idle_seconds:.0f} s")
-    r0 = {"litectl": counter.get("lc"), "litestream": counter.get("ls")}
+    r0 = {"litectl": counter.get("lcfleet"), "litestream": counter.get("lsfleet")}
     idle = Phase(procs)
     time.sleep(a.idle_seconds)
     report["idle"] = idle.end(counter, None)
-    for k, b in (("litectl", "lc"), ("litestream", "ls")):
+    for k, b in (("litectl", "lcfleet"), ("litestream", "lsfleet")):
         req = counter.get(b) - r0[k]
         report["idle"][k]["requests"] = req
         report["idle"][k]["requests_per_db_hour"] = req * 3600 / report["idle"][k]["seconds"] / n
 
     active = sorted(random.Random(7).sample(range(n), max(1, int(n * a.active))))
     log(f"load phase, {a.load_seconds:.0f} s: {len(active)} databases at {a.commits_per_second}/s each")
-    r0 = {"litectl": counter.get("lc"), "litestream": counter.get("ls")}
+    r0 = {"litectl": counter.get("lcfleet"), "litestream": counter.get("lsfleet")}
     commits = {"litectl": [], "litestream": []}  # (db index, commit time)
     stop = threading.Event()
     def writer(tool, root, shard):
@@ -244,7 +247,7 @@ def main():
         th.join()
     time.sleep(5)  # the last commits shipped
     report["load"] = load.end(counter, None)
-    for k, b in (("litectl", "lc"), ("litestream", "ls")):
+    for k, b in (("litectl", "lcfleet"), ("litestream", "lsfleet")):
         report["load"][k]["requests"] = counter.get(b) - r0[k]
         report["load"][k]["requests_per_hour"] = report["load"][k]["requests"] * 3600 / report["load"][k]["seconds"]
     report["load"]["commits"] = {k: len(v) for k, v in commits.items()}
@@ -270,7 +273,7 @@ def main():
         rel = os.path.relpath(db_path(f"{t}/ls", i), f"{t}/ls")
         times, token = [], None
         while True:
-            kw = dict(Bucket="ls", Prefix=f"fleet/{rel}/")
+            kw = dict(Bucket="lsfleet", Prefix=f"fleet/{rel}/")
             if token:
                 kw["ContinuationToken"] = token
             r = s3.list_objects_v2(**kw)
@@ -301,4 +304,18 @@ def main():
     json.dump(report, sys.stdout, indent=1, default=lambda x: None)
 
 if __name__ == "__main__":
-    main()
+    children = []
+    _popen = subprocess.Popen
+    def tracked(*a, **k):
+        p = _popen(*a, **k)
+        children.append(p)
+        return p
+    subprocess.Popen = tracked
+    import signal
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
+    try:
+        main()
+    finally:
+        for p in children:
+            if p.poll() is None:
+                p.kill()
