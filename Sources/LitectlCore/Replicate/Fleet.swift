@@ -43,6 +43,8 @@ final class FleetEntry {
     var racy = false
     /// Queued or in a slice.
     var busy = false
+    /// Slices ended so far.
+    var slices = 0
     /// The next slice gathers the period's segments (the database went quiet, or the fleet stops).
     var settleNext = false
     /// Every segment recorded since the last change was gathered.
@@ -249,7 +251,7 @@ final class Fleet: @unchecked Sendable {
                 }
             }
             let wall = Clock.wall()
-            var changed: [(FleetEntry, FileStamp?, FileStamp?)] = []
+            var changed: [(FleetEntry, FileStamp?, FileStamp?, Int)] = []
             var gone: [FleetEntry] = []
             for e in round where !e.busy {
                 // The -wal (commits), and the database file (a commit the
@@ -261,11 +263,13 @@ final class Fleet: @unchecked Sendable {
                     if db == nil { gone.append(e); continue }
                     if let db, db.inode != e.identity.inode || db.device != e.identity.device { gone.append(e); continue }
                 }
-                if stamp != e.walStamp || db != e.dbStamp || e.racy { changed.append((e, stamp, db)) }
+                if stamp != e.walStamp || db != e.dbStamp || e.racy { changed.append((e, stamp, db, e.slices)) }
             }
             lock.lock()
             let now = Clock.now()
-            for (e, stamp, db) in changed where !e.busy {
+            // (Not when a slice began and ended meanwhile: the files may have
+            // been looked at while its own connections were open.)
+            for (e, stamp, db, slices) in changed where !e.busy && e.slices == slices {
                 e.walStamp = stamp
                 e.dbStamp = db
                 // The time has the kernel's coarse resolution: a write within
@@ -350,6 +354,7 @@ final class Fleet: @unchecked Sendable {
             // (any commit makes it longer than its header).
             if walBefore == nil, let walAfter, walAfter.size == 0 { e.walStamp = walAfter }
             e.busy = false
+            e.slices += 1
             if e.gone { leaving.remove(e.source) }
             e.lastSlice = Clock.now()
             switch outcome {
