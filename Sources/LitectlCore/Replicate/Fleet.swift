@@ -88,8 +88,8 @@ final class Fleet: @unchecked Sendable {
     let events: @Sendable (ReplicateEvent) -> Void
     let control = FollowerControl()
 
-    /// Worker threads (LITECTL_FLEET_WORKERS, 1-64; default 4): each runs one slice at a time.
-    static let workerCount = Int(ProcessInfo.processInfo.environment["LITECTL_FLEET_WORKERS"] ?? "").map { min(64, max(1, $0)) } ?? 4
+    /// Worker threads (LITECTL_FLEET_WORKERS, 1-64; default 8: a slice mostly waits for the object store): each runs one slice at a time.
+    static let workerCount = Int(ProcessInfo.processInfo.environment["LITECTL_FLEET_WORKERS"] ?? "").map { min(64, max(1, $0)) } ?? 8
     /// Seconds between reads of the tree (with --watch) and between looks at each database file (gone, replaced).
     static let rescanEvery = Double(ProcessInfo.processInfo.environment["LITECTL_FLEET_RESCAN"] ?? "").map { max(0.2, $0) } ?? 5
 
