@@ -23,6 +23,8 @@ final class ChainWriter {
 
     /// The chain: its base snapshot's id and time ("" before the start).
     private(set) var chain = ""
+    /// The chain's base snapshot (replicate --dir adopts it again after a dormant spell).
+    private(set) var base: Snapshot?
     private var baseTime = 0.0
     /// The last state: its number (0: the base), page ids, digest, -wal
     /// position and when it was observed (µs since 1970).
@@ -53,9 +55,14 @@ final class ChainWriter {
 
     // MARK: Starting: the repository's record
 
+    /// (replicate --dir) The repository's record of this database, from one
+    /// listing for the whole folder (not one per database).
+    var listed: (chainBase: Snapshot?, newest: Snapshot?)?
+
     /// The newest chain base of this database on this host, and the newest
     /// of its snapshots (the parent of a new chain).
     func newestOfThisDatabase() throws -> (chainBase: Snapshot?, newest: Snapshot?) {
+        if let listed { return listed }
         let snapshots = try repository.snapshots().snapshots.filter { sameBytes($0.hostname, hostname) && sameBytes($0.path, path) }
         return (Repository.chainBases(snapshots).max { ($0.time, $0.id) < ($1.time, $1.id) }, snapshots.max { $0.time < $1.time })
     }
@@ -72,6 +79,7 @@ final class ChainWriter {
         lastObserved = loaded.states.last?.observedMicros ?? ReplicaState.micros(base.time)
         number = loaded.last
         chain = base.id
+        self.base = base
         baseTime = base.time
         known = KnownPages(ids)
         if let fullID = try repository.fullListID(of: base) {
@@ -88,7 +96,7 @@ final class ChainWriter {
         let started = Clock.now()
         let lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: options.lockTimeout)
         defer { lock.release() }
-        let stored = try repository.storePages(pageCount: pageCount, pageSize: pageSize, lock: lock) { p in
+        let stored = try repository.storePages(pageCount: pageCount, pageSize: pageSize, lock: lock, alone: listed != nil) { p in
             let bytes = try page(p)
             if p == 1 { header = Array(bytes.prefix(100)) }
             return bytes
@@ -109,6 +117,7 @@ final class ChainWriter {
         snapshot.bytesAdded = stored.bytesWritten + Int64(list.bytes.count) + Int64(snapshot.encoded().count)
         try repository.put(try repository.sealSnapshot(&snapshot))
         chain = snapshot.id
+        base = snapshot
         baseTime = snapshot.time
         number = 0
         digest = StateDigest.of(ids)
@@ -247,6 +256,7 @@ final class ChainWriter {
         shipper.enqueue(.closeChain(chain))
         shipper.enqueue(.end(ShippedUnit(kind: .fold, chain: snapshot.id, snapshot: snapshot.id)))
         chain = snapshot.id
+        base = snapshot
         baseTime = snapshot.time
         number = 0
         known = KnownPages(ids)

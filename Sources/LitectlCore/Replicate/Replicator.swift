@@ -99,6 +99,9 @@ public enum ReplicateEvent: Sendable {
     case problem(database: String, message: String, retrying: Bool)
     /// The follower ended; `complete` when everything it recorded was shipped.
     case stopped(database: String, complete: Bool)
+    /// (replicate --dir) A database found, gone or replaced, or the folder's
+    /// figures; `verbose`: a detail (-v), such as a file skipped.
+    case note(database: String, message: String, verbose: Bool)
 
     public struct Shipment: Sendable {
         public var database: String
@@ -175,6 +178,8 @@ public final class Replicator: @unchecked Sendable {
     public let statuses: [FollowerStatus]
     private let stopped = NSCondition()
     private var stopRequested = false
+    /// (replicate --dir) The fleet that follows a folder's databases instead (Fleet.swift).
+    private let fleet: Fleet?
 
     public init(sources: [String], repository: Repository, options: ReplicateOptions,
                 events: @escaping @Sendable (ReplicateEvent) -> Void) {
@@ -186,16 +191,26 @@ public final class Replicator: @unchecked Sendable {
         self.sources = sources; self.repository = repository; self.options = options; self.events = events
         controls = sources.map { _ in FollowerControl() }
         statuses = sources.map { FollowerStatus(database: $0) }
+        fleet = nil
+    }
+
+    /// Follows every WAL database of a folder tree (`replicate --dir`).
+    public init(fleet settings: FleetSettings, repository: Repository, options: ReplicateOptions,
+                events: @escaping @Sendable (ReplicateEvent) -> Void) {
+        sources = []; self.repository = repository; self.options = options; self.events = events
+        controls = []; statuses = []
+        fleet = Fleet(settings: settings, repository: repository, options: options, events: events)
     }
 
     /// Asks every follower to ship what is committed and end (from any thread).
     public func stop() {
         for c in controls { c.requestStop() }
+        fleet?.stop()
         stopped.lock(); stopRequested = true; stopped.broadcast(); stopped.unlock()
     }
 
     /// Asks every follower to fold its chain into a full snapshot now.
-    public func foldNow() { for c in controls { c.requestFold() } }
+    public func foldNow() { for c in controls { c.requestFold() }; fleet?.foldNow() }
 
     private var isStopping: Bool { stopped.lock(); defer { stopped.unlock() }; return stopRequested }
 
@@ -206,6 +221,7 @@ public final class Replicator: @unchecked Sendable {
             throw StoreError(.other, location: repository.location,
                              message: "repository format version \(repository.version): replicate stores segments, which need version 4 (an older litectl would not know that they use packs, and its prune would delete them); upgrade it with `litectl repo upgrade \(repository.location)` once every litectl that uses it is this version or later")
         }
+        if let fleet { return try fleet.run() }
         for source in sources { WriteGate.shared.protect(database: source, what: "a database being replicated") }
         if let file = options.metricsFile {
             try PrometheusText.requireWritable(file, apartFrom: sources.map { FilePaths.resolved($0) }, what: "a database being backed up",

@@ -161,7 +161,7 @@ final class WALLoop {
 
     /// Continues the newest chain of this database on this host when it can
     /// be read back, else starts a new one from a full snapshot.
-    private func start(at mark: ReadMark) throws {
+    func start(at mark: ReadMark) throws {
         let (base, newest) = try chain.newestOfThisDatabase()
         let replaced = status.watch.takeReplaced()  // the file the chain was of is gone: a new chain
         if let base, !replaced {
@@ -188,7 +188,7 @@ final class WALLoop {
 
     /// After adopting a chain: its last position is continued when the
     /// -wal is still that generation and still holds that frame; else a resync.
-    private func resume(at mark: ReadMark) throws {
+    func resume(at mark: ReadMark) throws {
         let h = mark.header
         readHeader(mark)
         // The same generation (its salts change at every restart) still holds
@@ -317,7 +317,7 @@ final class WALLoop {
     /// The whole snapshot of `mark` compared with the last state, page by
     /// page: what differs is recorded as one state. Used when frames were
     /// missed; never leaves a gap.
-    private func resync(at mark: ReadMark, reason: String) throws {
+    func resync(at mark: ReadMark, reason: String) throws {
         report(.resync(database: source, reason: reason))
         status.noteResync()
         resyncing.withLock { $0 = true }

@@ -8,7 +8,9 @@
 // (30 s without renewal). A follower whose own lease ran out (the store
 // unreachable from it) ships nothing until it holds it again; one whose lease
 // was taken over meanwhile stops following that database. (Two followers of
-// one chain would both extend it, and their states would clash.)
+// one chain would both extend it, and their states would clash.) A fleet
+// (`replicate --dir`) holds one lease on its folder, which covers every
+// database under it: no lease object, no renewal per database.
 import Foundation
 
 /// A follower's lease as stored: which database, which process, since when,
@@ -29,10 +31,26 @@ public struct FollowerLeaseInfo: Sendable {
     /// When it was last written (the follower's wall clock).
     public var time: Double
     public var leaseSeconds: Double
+    /// A fleet's lease (`replicate --dir`): `path` is a folder, and it covers every database under it.
+    public var folder = false
 
     /// Whether it is the lease of the database at `path` on `hostname` (compared as bytes).
     public func isOf(hostname: String, path: String) -> Bool {
         sameBytes(self.hostname, hostname) && sameBytes(self.path, path)
+    }
+
+    /// Whether it covers some database that a lease of `path` (a folder's
+    /// when `folder`) on `hostname` covers too: the same path, or one under
+    /// the other's folder.
+    public func overlaps(hostname: String, path: String, folder: Bool) -> Bool {
+        guard sameBytes(self.hostname, hostname) else { return false }
+        if sameBytes(self.path, path) { return true }
+        func under(_ inner: String, _ outer: String) -> Bool {
+            let prefix = Array((outer.hasSuffix("/") ? outer : outer + "/").utf8)
+            let bytes = Array(inner.utf8)
+            return bytes.count > prefix.count && Array(bytes.prefix(prefix.count)) == prefix
+        }
+        return (self.folder && under(path, self.path)) || (folder && under(self.path, path))
     }
 
     /// Why the lease no longer holds, or nil while it does: its process is
@@ -55,14 +73,15 @@ public struct FollowerLeaseInfo: Sendable {
     }
 
     /// `replicate (pid 1234 on web-1, since 2026-11-29T10:00:00.000Z)`.
-    public var summary: String { "replicate (pid \(pid) on \(hostname), since \(Timestamp.iso8601(since)))" }
+    public var summary: String { "replicate\(folder ? " --dir \(path)" : "") (pid \(pid) on \(hostname), since \(Timestamp.iso8601(since)))" }
 
     /// The object's JSON, keys in the order docs/repository.md gives.
     var json: JSON {
         .object([("hostname", .string(hostname)), ("path", .string(path)), ("pid", .integer(Int64(pid))),
                  ("boot_id", .string(bootID)), ("pid_namespace", .string(pidNamespace)),
                  ("process_start", .integer(Int64(clamping: processStart))), ("since_unix", .number(since)),
-                 ("time_unix", .number(time)), ("lease_seconds", .number(leaseSeconds)), ("command", .string("replicate"))])
+                 ("time_unix", .number(time)), ("lease_seconds", .number(leaseSeconds)), ("command", .string("replicate"))]
+                + (folder ? [("scope", .string("folder"))] : []))
     }
 
     /// Reads a lease object's JSON; nil when it is not one.
@@ -75,7 +94,8 @@ public struct FollowerLeaseInfo: Sendable {
                                  bootID: o["boot_id"] as? String ?? "", pidNamespace: o["pid_namespace"] as? String ?? "",
                                  processStart: UInt64(clamping: (o["process_start"] as? NSNumber)?.int64Value ?? 0),
                                  since: (o["since_unix"] as? NSNumber)?.doubleValue ?? time, time: time,
-                                 leaseSeconds: lease.isFinite && lease > 0 ? min(lease, 3600) : FollowerLease.leaseSeconds)
+                                 leaseSeconds: lease.isFinite && lease > 0 ? min(lease, 3600) : FollowerLease.leaseSeconds,
+                                 folder: (o["scope"] as? String) == "folder")
     }
 }
 
@@ -129,6 +149,8 @@ public final class FollowerLease: @unchecked Sendable {
 
     let repository: Repository
     public let path: String
+    /// A fleet's lease on a folder (`replicate --dir`).
+    public let folder: Bool
     public let hostname = RepoLock.hostname
     let key: String
     public let since: Double
@@ -143,8 +165,8 @@ public final class FollowerLease: @unchecked Sendable {
     private var failedAt = -Double.infinity
     private var lostTo: FollowerLeaseLost?
 
-    private init(repository: Repository, path: String, key: String, since: Double, renewedAt: Double) {
-        self.repository = repository; self.path = path; self.key = key; self.since = since; self.renewedAt = renewedAt
+    private init(repository: Repository, path: String, folder: Bool, key: String, since: Double, renewedAt: Double) {
+        self.repository = repository; self.path = path; self.folder = folder; self.key = key; self.since = since; self.renewedAt = renewedAt
     }
 
     /// Takes the lease of the database at `path` (resolved), waiting up to
@@ -153,7 +175,8 @@ public final class FollowerLease: @unchecked Sendable {
     /// is tried again (0.5 s, doubling to 30 s) for as long as it takes.
     /// `note` hears once that it waits, each retry, and each stale lease it
     /// takes over.
-    public static func acquire(_ repository: Repository, path: String, timeout: Double, cancelled: () -> Bool = { false },
+    /// With `folder`, `path` is a folder, and the lease covers every database under it.
+    public static func acquire(_ repository: Repository, path: String, folder: Bool = false, timeout: Double, cancelled: () -> Bool = { false },
                                note: (String) -> Void = { _ in }) throws -> FollowerLease? {
         let key = "followers/" + Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
         let since = Clock.wall()
@@ -170,7 +193,7 @@ public final class FollowerLease: @unchecked Sendable {
         }
         while true {
             let started = Clock.now()
-            let lease = FollowerLease(repository: repository, path: path, key: key, since: since, renewedAt: started)
+            let lease = FollowerLease(repository: repository, path: path, folder: folder, key: key, since: since, renewedAt: started)
             let found: FollowerLeaseInfo?
             do { found = try lease.claim(note: note) } catch let error as StoreError where error.kind == .unavailable || error.kind == .io {
                 // A store that cannot be reached now: tried again, as the follower's writes are.
@@ -202,7 +225,7 @@ public final class FollowerLease: @unchecked Sendable {
     /// that start together may both yield, never both hold; they try again.
     private func claim(note: (String) -> Void) throws -> FollowerLeaseInfo? {
         try write()
-        let others = try Self.list(repository).filter { $0.key != key && $0.isOf(hostname: hostname, path: path) }
+        let others = try Self.list(repository).filter { $0.key != key && $0.overlaps(hostname: hostname, path: path, folder: folder) }
         if let live = others.first(where: { $0.staleReason == nil }) {
             try? repository.store.delete(key)
             return live
@@ -218,7 +241,7 @@ public final class FollowerLease: @unchecked Sendable {
         let id = ProcessIdentity.current
         let info = FollowerLeaseInfo(key: key, hostname: hostname, path: path, pid: getpid(), bootID: id.bootID,
                                      pidNamespace: id.pidNamespace, processStart: id.start, since: since, time: Clock.wall(),
-                                     leaseSeconds: Self.leaseSeconds)
+                                     leaseSeconds: Self.leaseSeconds, folder: folder)
         try repository.store.put(key, try repository.keys.seal(Array(info.json.compact.utf8)))
     }
 

@@ -19,8 +19,11 @@ extension Repository {
     /// Stores pages 1...`pageCount` (each read by `page`), those the
     /// repository lacks, into packs and one index object, as a backup does;
     /// the index is read once. Run under `lock` (shared), refreshed after each pack.
-    func storePages(pageCount: UInt32, pageSize: Int, lock: RepoLock, page: (UInt32) throws -> [UInt8]) throws -> StoredPages {
-        let index = SharedIndex(try loadIndex())
+    /// `alone` (replicate --dir's new chains): the repository's index is not
+    /// read (10,000 databases would each read every other's index object),
+    /// so only pages repeated within this database are stored once.
+    func storePages(pageCount: UInt32, pageSize: Int, lock: RepoLock, alone: Bool = false, page: (UInt32) throws -> [UInt8]) throws -> StoredPages {
+        let index = SharedIndex(alone ? RepoIndex() : try loadIndex())
         let writer = PackWriter(repository: self)
         writer.afterPack = { try lock.refresh() }
         let classifier = PageClassifier(index: index, writer: writer)

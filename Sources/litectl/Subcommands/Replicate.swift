@@ -62,6 +62,22 @@ struct Replicate: ParsableCommand {
             lease whose process is gone from this host, or not renewed for 30 s, is taken \
             over; a follower whose lease was taken over stops following that database.
 
+            --dir DIR follows every WAL database of a folder tree with one process and a \
+            fixed number of threads, however many there are (docs/replicate.md, "Fleets"): \
+            regular files whose name matches --glob (default: every name) and whose header \
+            says SQLite in WAL mode; -wal, -shm and -journal files, other files, symbolic \
+            links (never followed), FIFOs and devices are skipped (-v names each skipped \
+            file once). A database holds no connection and no thread while nothing changes: \
+            its -wal is looked at twice an interval, and a change has one of a few workers \
+            read its commits (with a resync when the -wal restarted meanwhile), ship them \
+            and let the read mark go. One lease on the folder (renewed every 10 s) covers \
+            every database under it: a replicate of one of them is refused while it holds. \
+            An idle database costs no request to the repository: no lease of its own, no \
+            fold until it changes. With --watch the tree is read again every 5 s: a new \
+            database is followed within 10 s, and a deleted one is dropped (both said on \
+            stderr); without it, the databases present at the start are followed, and a \
+            deleted one is dropped. --metrics-file is written every 10 s.
+
             --config FILE takes the databases, repository and settings from the TOML of \
             backup --config (jobs, verify and [keep] do not apply; its timeout is the wait \
             for another follower's lease and for the repository's lock when a chain starts, \
@@ -87,6 +103,15 @@ struct Replicate: ParsableCommand {
 
     @Option(help: ArgumentHelp("Read the databases, repository and settings from this TOML file (the format of backup --config).", valueName: "file"))
     var config: String?
+
+    @Option(help: ArgumentHelp("Follow every WAL database of this folder tree (one process, a fixed number of threads).", valueName: "dir"))
+    var dir: String?
+
+    @Option(help: ArgumentHelp("With --dir: only databases whose file name matches this shell pattern (default: every name).", valueName: "pattern"))
+    var glob = "*"
+
+    @Flag(help: "With --dir: follow databases created after the start too (the tree is read again every 5 s), and drop deleted ones.")
+    var watch = false
 
     @Option(help: ArgumentHelp("Time between segments shipped: seconds (0.5) or a duration (2s, 1m) (default: 1s).", valueName: "duration"),
             transform: DurationArgument.parse)
@@ -124,8 +149,9 @@ struct Replicate: ParsableCommand {
     @OptionGroup var lockWait: DatabaseOptions
 
     func validate() throws {
-        if config == nil && paths.isEmpty { throw ValidationError("Give the databases to follow, or --config FILE.") }
-        if config != nil && !paths.isEmpty { throw ValidationError("Give databases or --config, not both.") }
+        if config == nil && paths.isEmpty && dir == nil { throw ValidationError("Give the databases to follow, --dir DIR, or --config FILE.") }
+        if [config != nil, !paths.isEmpty, dir != nil].filter({ $0 }).count > 1 { throw ValidationError("Give databases, --dir or --config, only one of them.") }
+        if dir == nil && (watch || glob != "*") { throw ValidationError("--watch and --glob go with --dir.") }
         if config == nil && !repository.isGiven { throw ValidationError("Give --repo URL (or set LITECTL_REPO).") }
         guard interval.seconds > 0, pollInterval.seconds > 0, pollInterval.seconds <= interval.seconds else {
             throw ValidationError("--interval and --poll-interval must be above 0, the poll interval at most the interval.")
@@ -161,9 +187,17 @@ struct Replicate: ParsableCommand {
             let repo = try RepoOptions.open(settings.location, quiet: voice.quiet)
             let voice = self.voice
             let observer = supervisor
-            replicator = Replicator(sources: settings.sources, repository: repo, options: settings.options) { event in
+            let events: @Sendable (ReplicateEvent) -> Void = { event in
                 observer?.observe(event)
                 Self.report(event, voice: voice)
+            }
+            if let dir {
+                var fleet = FleetSettings(folder: dir)
+                fleet.glob = glob
+                fleet.watch = watch
+                replicator = Replicator(fleet: fleet, repository: repo, options: settings.options, events: events)
+            } else {
+                replicator = Replicator(sources: settings.sources, repository: repo, options: settings.options, events: events)
             }
         } catch {
             throw fail(error)
@@ -221,6 +255,8 @@ struct Replicate: ParsableCommand {
             if !quiet || !retrying { printError("\(db): \(message)") }
         case .stopped(let db, let complete):
             if !complete { printError("\(db): stopped with states not shipped") } else if verbose { printError("\(db): stopped, everything shipped") }
+        case .note(let db, let message, let detail):
+            if detail ? verbose : !quiet { printError("\(db): \(message)") }
         }
     }
 
@@ -249,6 +285,8 @@ struct Replicate: ParsableCommand {
             return .object([("event", .string("problem")), ("database", .string(db)), ("message", .string(message)), ("retrying", .bool(retrying))])
         case .stopped(let db, let complete):
             return .object([("event", .string("stopped")), ("database", .string(db)), ("complete", .bool(complete))])
+        case .note(let db, let message, let detail):
+            return .object([("event", .string("note")), ("database", .string(db)), ("message", .string(message)), ("detail", .bool(detail))])
         }
     }
 }

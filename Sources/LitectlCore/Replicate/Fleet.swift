@@ -1,0 +1,504 @@
+// `replicate --dir`: every WAL database of a folder tree followed by one
+// process with a fixed number of threads, whatever their count. A database
+// holds no connection and no thread while nothing changes: one watcher
+// thread looks at each -wal's stamp (size, time, inode) twice an interval,
+// and a change has a worker (of a fixed pool) take a slice of it: read
+// marks opened, the commits since the last state read from the -wal (or,
+// when the -wal restarted meanwhile, every page compared with the last
+// state: WALLoop's resume and resync), cut as a segment, shipped, the marks
+// let go. What a database's chain is stays in memory between slices, so a
+// slice reads nothing from the repository. One lease on the folder covers
+// every database (FollowerLease's folder scope). docs/replicate.md,
+// "Fleets", gives the design and its figures. Part of the replicate
+// capability, built on Repository/.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `replicate --dir` follows.
+public struct FleetSettings: Sendable {
+    public var folder: String
+    /// Names (not paths) the databases must match, as the shell matches them (fnmatch).
+    public var glob = "*"
+    /// Databases created after the start are followed too (the tree is read again every few seconds).
+    public var watch = false
+    public init(folder: String) { self.folder = folder }
+}
+
+/// One database of the fleet. Its fields are guarded by the fleet's lock,
+/// but `session`, which only the worker running its slice touches.
+final class FleetEntry {
+    let source: String
+    let status: FollowerStatus
+    var walStamp: FileStamp?
+    var dbStamp: FileStamp?
+    /// The database file's device and inode when it was found (another: replaced).
+    var identity: (device: UInt64, inode: UInt64) = (0, 0)
+    /// The database file when the last slice that shipped began (only its worker touches it).
+    var dbAtSlice: FileStamp?
+    /// A change seen and not yet taken by a slice.
+    var dirty = true
+    /// The -wal's time was too close to the look to tell a later change of the same second: look again.
+    var racy = false
+    /// Queued or in a slice.
+    var busy = false
+    /// Slices ended so far.
+    var slices = 0
+    /// The next slice gathers the period's segments (the database went quiet, or the fleet stops).
+    var settleNext = false
+    /// Every segment recorded since the last change was gathered.
+    var settled = true
+    var gone = false
+    var lastChange = -Double.infinity
+    var lastSlice = -Double.infinity
+    var lastFold: Double
+    var retryAt = -Double.infinity
+    var delay = 5.0
+    /// The repository's record for the first slice.
+    var listed: (chainBase: Snapshot?, newest: Snapshot?)
+    var session: FleetSession?
+
+    init(source: String, listed: (chainBase: Snapshot?, newest: Snapshot?)) {
+        self.source = source; self.listed = listed
+        status = FollowerStatus(database: source)
+        lastFold = Clock.now()
+    }
+}
+
+/// What a database's follower keeps between slices: the chain writer (the
+/// chain's last state, the period's segments) and its shipper.
+final class FleetSession {
+    let pageSize: Int
+    let shipper: Shipper
+    let chain: ChainWriter
+    let resyncing = Locked(false)
+
+    init(pageSize: Int, shipper: Shipper, chain: (Locked<Bool>) -> ChainWriter) {
+        self.pageSize = pageSize; self.shipper = shipper
+        self.chain = chain(resyncing)
+    }
+}
+
+final class Fleet: @unchecked Sendable {
+    let settings: FleetSettings
+    let root: String
+    let repository: Repository
+    let options: ReplicateOptions
+    let events: @Sendable (ReplicateEvent) -> Void
+    let control = FollowerControl()
+
+    /// Worker threads (LITECTL_FLEET_WORKERS, 1-64; default 8: a slice mostly waits for the object store): each runs one slice at a time.
+    static let workerCount = Int(ProcessInfo.processInfo.environment["LITECTL_FLEET_WORKERS"] ?? "").map { min(64, max(1, $0)) } ?? 8
+    /// Seconds between reads of the tree (with --watch) and between looks at each database file (gone, replaced).
+    static let rescanEvery = Double(ProcessInfo.processInfo.environment["LITECTL_FLEET_RESCAN"] ?? "").map { max(0.2, $0) } ?? 5
+
+    private let lock = NSCondition()
+    private var entries: [String: FleetEntry] = [:]
+    /// The entries in the order they were found (the watcher's round).
+    private var order: [FleetEntry] = []
+    private var ready: [FleetEntry] = []
+    private var readyHead = 0
+    private var stopping = false
+    private var watcherDone = false
+    private var allShipped = true
+    /// Resolved paths this run followed: one found again (deleted and
+    /// re-created, or replaced) starts a new chain.
+    private var followedBefore = Set<String>()
+    /// The repository's record at the start, by resolved path.
+    private var record: [String: (chainBase: Snapshot?, newest: Snapshot?)] = [:]
+    private var lease: FollowerLease?
+    private var foldAsked = -Double.infinity
+    /// Databases dropped while a slice of theirs was under way.
+    private var leaving = Set<String>()
+
+    init(settings: FleetSettings, repository: Repository, options: ReplicateOptions, events: @escaping @Sendable (ReplicateEvent) -> Void) {
+        self.settings = settings
+        root = FilePaths.resolved(settings.folder)
+        self.repository = repository; self.options = options; self.events = events
+    }
+
+    func stop() {
+        control.requestStop()
+        lock.lock(); stopping = true; lock.broadcast(); lock.unlock()
+    }
+
+    func foldNow() { lock.lock(); foldAsked = Clock.now(); lock.unlock() }
+
+    /// Every database's figures, for the metrics file.
+    var statuses: [FollowerStatus] { lock.lock(); defer { lock.unlock() }; return order.map(\.status) }
+
+    private var isStopping: Bool { lock.lock(); defer { lock.unlock() }; return stopping }
+
+    /// Follows the tree until `stop()`; true when every slice shipped what it recorded.
+    func run() throws -> Bool {
+        var info = stat()
+        guard stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError(.other, location: settings.folder, message: "not a folder (replicate --dir follows the databases of a folder)")
+        }
+        if let file = options.metricsFile {
+            try PrometheusText.requireWritable(file, apartFrom: [], what: "a database being backed up", otherInputs: options.otherInputs)
+        }
+        guard let lease = try FollowerLease.acquire(repository, path: root, folder: true, timeout: options.lockTimeout,
+                                                    cancelled: { [self] in isStopping },
+                                                    note: { [events, root] in events(.problem(database: root, message: $0, retrying: true)) }) else {
+            return true
+        }
+        self.lease = lease
+        defer { lease.release() }
+        // The repository's record of every database, listed once.
+        for snapshot in try repository.snapshots().snapshots where sameBytes(snapshot.hostname, RepoLock.hostname) {
+            var r = record[snapshot.path] ?? (nil, nil)
+            if snapshot.replica != nil, r.chainBase.map({ ($0.time, $0.id) < (snapshot.time, snapshot.id) }) ?? true { r.chainBase = snapshot }
+            if r.newest.map({ $0.time < snapshot.time }) ?? true { r.newest = snapshot }
+            record[snapshot.path] = r
+        }
+        let scan = FleetScan(root: root, glob: settings.glob) { [events, root] in events(.note(database: root, message: $0, verbose: true)) }
+        let first = scan.scan(known: { _ in false }) ?? []
+        lock.lock()
+        for path in first { add(path, announce: false) }
+        lock.unlock()
+        events(.note(database: root, message: "following \(first.count) database\(first.count == 1 ? "" : "s") (\(Self.workerCount) workers)\(settings.watch ? "; new ones are picked up" : "")", verbose: false))
+
+        let keeper = NamedThread("litectl-lease") { [self] in
+            while !isStopping && lease.lost == nil {
+                do { try lease.renew() } catch is FollowerLeaseLost {
+                    break
+                } catch {
+                    let message = (error as? StoreError)?.description ?? "\(error)"
+                    events(.problem(database: root, message: "cannot renew the folder's lease in the repository: \(message); retrying", retrying: true))
+                }
+                sleep(while: 1)
+            }
+            if let lost = lease.lost {
+                events(.problem(database: root, message: lost.description, retrying: false))
+                stop()
+            }
+        }
+        let metrics = options.metricsFile.map { file in
+            NamedThread("litectl-metrics") { [self] in
+                while !isStopping {
+                    writeMetrics(to: file)
+                    sleep(while: max(10, options.interval))
+                }
+            }
+        }
+        let workers = (0..<Self.workerCount).map { _ in NamedThread("litectl-fleet") { [self] in work() } }
+        let watcher = NamedThread("litectl-watch") { [self] in watch(scan) }
+        watcher.wait()
+        for w in workers { w.wait() }
+        keeper.wait()
+        metrics?.wait()
+        if let file = options.metricsFile { writeMetrics(to: file) }
+        lock.lock(); defer { lock.unlock() }
+        for e in order where e.session != nil { events(.stopped(database: e.source, complete: allShipped)) }
+        return allShipped && lease.lost == nil
+    }
+
+    /// Sleeps `seconds`, waking early on a stop.
+    private func sleep(while seconds: Double) {
+        lock.lock()
+        if !stopping { _ = lock.wait(until: Date().addingTimeInterval(seconds)) }
+        lock.unlock()
+    }
+
+    /// A database found (the lock held).
+    private func add(_ path: String, announce: Bool) {
+        if leaving.contains(path) { return }  // found again at the next look, once its last slice ended
+        let resolved = FilePaths.resolved(path)
+        WriteGate.shared.protect(database: path, what: "a database being replicated")
+        // Found again after this run followed it: a new chain (never one
+        // this run's record may no longer describe).
+        let listed = followedBefore.contains(resolved) ? (nil, nil) : record.removeValue(forKey: resolved) ?? (nil, nil)
+        followedBefore.insert(resolved)
+        let e = FleetEntry(source: path, listed: listed)
+        e.walStamp = FileStamp(lstatOf: path + "-wal")
+        e.dbStamp = FileStamp(lstatOf: path)
+        if let db = e.dbStamp { e.identity = (db.device, db.inode) }
+        entries[path] = e
+        order.append(e)
+        enqueue(e)
+        if announce { events(.note(database: path, message: "new database: followed", verbose: false)) }
+    }
+
+    private func enqueue(_ e: FleetEntry) {
+        e.busy = true
+        ready.append(e)
+        lock.broadcast()
+    }
+
+    // MARK: The watcher
+
+    /// Looks at every -wal twice an interval; every `rescanEvery` at every
+    /// database file (gone, replaced), and with --watch reads the tree again.
+    private func watch(_ scan: FleetScan) {
+        var lastRescan = Clock.now()
+        let tick = max(0.05, options.interval / 2)
+        while true {
+            let started = Clock.now()
+            lock.lock()
+            let round = order
+            let stop = stopping
+            lock.unlock()
+            if stop { break }
+            let checkFiles = started - lastRescan >= Self.rescanEvery
+            var found: Set<String>?
+            if checkFiles {
+                lastRescan = started
+                if settings.watch {
+                    lock.lock(); let known = Set(entries.keys); lock.unlock()
+                    found = scan.scan(known: { known.contains($0) }).map(Set.init)
+                }
+            }
+            let wall = Clock.wall()
+            var changed: [(FleetEntry, FileStamp?, FileStamp?, Int)] = []
+            var gone: [FleetEntry] = []
+            for e in round where !e.busy {
+                // The -wal (commits), and the database file (a commit the
+                // application's last connection checkpointed, and whose -wal
+                // it removed, between two looks).
+                let stamp = FileStamp(lstatOf: e.source + "-wal")
+                let db = FileStamp(lstatOf: e.source)
+                if checkFiles {
+                    if db == nil { gone.append(e); continue }
+                    if let db, db.inode != e.identity.inode || db.device != e.identity.device { gone.append(e); continue }
+                }
+                if stamp != e.walStamp || db != e.dbStamp || e.racy { changed.append((e, stamp, db, e.slices)) }
+            }
+            lock.lock()
+            let now = Clock.now()
+            // (Not when a slice began and ended meanwhile: the files may have
+            // been looked at while its own connections were open.)
+            for (e, stamp, db, slices) in changed where !e.busy && e.slices == slices {
+                e.walStamp = stamp
+                e.dbStamp = db
+                // The time has the kernel's coarse resolution: a write within
+                // it of the look leaves the same stamp; looked at again.
+                e.racy = [stamp, db].contains { $0.map { wall - Double($0.mtimeNanos) / 1e9 < 0.05 } ?? false }
+                e.dirty = true
+                e.lastChange = now
+            }
+            for e in gone { drop(e, replaced: FileStamp(lstatOf: e.source) != nil) }
+            if let found {
+                for path in found.sorted() where entries[path] == nil { add(path, announce: true) }
+            }
+            let settleAfter = max(10, options.interval * 10)
+            for e in order where !e.busy && !e.gone && now >= e.retryAt {
+                if e.dirty && now - e.lastSlice >= options.interval * 0.9 {
+                    enqueue(e)
+                } else if !e.dirty && !e.settled && now - e.lastChange >= settleAfter {
+                    e.settleNext = true
+                    enqueue(e)
+                }
+            }
+            lock.unlock()
+            let spent = Clock.now() - started
+            sleep(while: max(0.01, tick - spent))
+        }
+        // The stop: every database with segments since its last gathering
+        // gets a last slice (what is committed, shipped, then gathered).
+        lock.lock()
+        for e in order where !e.gone && (!e.settled || e.dirty) {
+            e.settleNext = true
+            if !e.busy { enqueue(e) }
+        }
+        watcherDone = true
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// A database gone (or replaced by another file: found again as a new one), the lock held.
+    private func drop(_ e: FleetEntry, replaced: Bool) {
+        guard entries[e.source] === e else { return }
+        // (A slice under way ends first: two sets of read marks on one -shm
+        // in one process would drop each other's locks. Looked at again in 5 s.)
+        if replaced && e.busy { return }
+        e.gone = true
+        entries[e.source] = nil
+        order.removeAll { $0 === e }
+        if e.busy { leaving.insert(e.source) }
+        events(.note(database: e.source, message: replaced ? "the database file was replaced: following the new one (a new chain)"
+                                                          : "no longer there: no longer followed", verbose: false))
+        if replaced { add(e.source, announce: false) }
+    }
+
+    // MARK: The workers
+
+    private func work() {
+        while true {
+            lock.lock()
+            while readyHead == ready.count && !(watcherDone && stopping) { lock.wait() }
+            if readyHead == ready.count { lock.unlock(); return }
+            let e = ready[readyHead]
+            readyHead += 1
+            if readyHead > 1024 && readyHead * 2 > ready.count { ready.removeFirst(readyHead); readyHead = 0 }
+            let settle = e.settleNext || stopping
+            e.settleNext = false
+            e.dirty = false
+            let fold = e.lastFold < foldAsked
+            let gone = e.gone
+            lock.unlock()
+            // The files as the slice began: what the watcher compares with
+            // next (a commit after them shows as a change; the slice's own
+            // connections, which make a -wal and a -shm and remove them
+            // again, do not).
+            let walBefore = FileStamp(lstatOf: e.source + "-wal"), dbBefore = FileStamp(lstatOf: e.source)
+            let wall = Clock.wall()
+            let outcome: SliceOutcome = gone ? .done(complete: true, recorded: false) : slice(e, settle: settle, foldAsked: fold)
+            let walAfter = FileStamp(lstatOf: e.source + "-wal")
+            lock.lock()
+            e.walStamp = walBefore
+            e.dbStamp = dbBefore
+            e.racy = [walBefore, dbBefore].contains { $0.map { wall - Double($0.mtimeNanos) / 1e9 < 0.05 } ?? false }
+            // An empty -wal the slice left where there was none: no change
+            // (any commit makes it longer than its header).
+            if walBefore == nil, let walAfter, walAfter.size == 0 { e.walStamp = walAfter }
+            e.busy = false
+            e.slices += 1
+            if e.gone { leaving.remove(e.source) }
+            e.lastSlice = Clock.now()
+            switch outcome {
+            case .done(let complete, let recorded):
+                if !complete { allShipped = false }
+                if settle && complete { e.settled = true } else if recorded || !complete { e.settled = false }
+                e.delay = 5
+                // Dormant: no session kept (its batch and compressor would be
+                // megabytes a database); the chain's base is adopted again at
+                // the next change (its states read back from the repository).
+                if e.settled, let base = e.session?.chain.base {
+                    e.listed = (base, base)
+                    e.session = nil
+                }
+            case .busy:
+                e.dirty = true
+                e.retryAt = Clock.now() + 0.1
+            case .retry:
+                e.dirty = true
+                e.settled = false
+                e.retryAt = Clock.now() + e.delay
+                e.delay = min(60, e.delay * 2)
+                if stopping { allShipped = false }
+            }
+            lock.broadcast()
+            lock.unlock()
+        }
+    }
+
+    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry }
+
+    /// One slice of a database: its commits since the last state recorded
+    /// and shipped (with `settle`, the period's segments gathered too).
+    private func slice(_ e: FleetEntry, settle: Bool, foldAsked: Bool) -> SliceOutcome {
+        let marks: ReadMarks
+        let pageSize: Int
+        do {
+            marks = try ReadMarks(path: e.source)
+            do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
+        } catch {
+            if FileStamp(lstatOf: e.source) == nil { return .done(complete: true, recorded: false) }  // gone: the watcher drops it
+            report(e, error)
+            return .retry
+        }
+        if e.session?.pageSize != pageSize { e.session = makeSession(e, pageSize: pageSize) }
+        let s = e.session!
+        let before = (s.chain.chain, s.chain.number)
+        let dbNow = FileStamp(lstatOf: e.source)
+        let databaseChanged = dbNow != e.dbAtSlice
+        let shipping = NamedThread("litectl-ship") { s.shipper.run() }
+        var failure: (any Error)?
+        do {
+            let loop = WALLoop(source: e.source, marks: marks, pageSize: pageSize, options: options, control: control, lease: lease,
+                               chain: s.chain, shipper: s.shipper, status: e.status, resyncing: s.resyncing, report: events)
+            try loop.catchUp(databaseChanged: databaseChanged)
+            let now = Clock.now()
+            if s.chain.number > 0 && (foldAsked || (options.foldInterval > 0 && now - e.lastFold >= options.foldInterval)) {
+                try s.chain.fold()
+                e.lastFold = now
+            }
+        } catch {
+            failure = error
+        }
+        marks.close()
+        if failure == nil && settle { s.chain.finishPeriod() }
+        s.shipper.finish(giveUpAt: Clock.now() + options.stopTimeout)
+        let shipped = shipping.wait() && !s.shipper.failed
+        if let failure {
+            if failure is FleetBusy { return .busy }
+            report(e, failure)
+            e.status.restarted()
+            e.session = nil  // starts again from the repository
+            e.listed = (nil, nil)
+            if let lost = failure as? FollowerLeaseLost { _ = lost; stop() }
+            return .retry
+        }
+        if !shipped {
+            e.session = nil
+            e.listed = (nil, nil)
+            return isStopping ? .done(complete: false, recorded: true) : .retry
+        }
+        // (States recorded, or a fold: the period has segments to gather.)
+        let recorded = s.chain.number != before.1 || (before.0 != "" && before.0 != s.chain.chain)
+        e.dbAtSlice = dbNow
+        return .done(complete: true, recorded: recorded)
+    }
+
+    private func report(_ e: FleetEntry, _ error: any Error) {
+        e.status.noteError()
+        let message = (error as? DatabaseError)?.description ?? (error as? StoreError)?.description ?? "\(error)"
+        events(.problem(database: e.source, message: message, retrying: !isStopping))
+    }
+
+    private func makeSession(_ e: FleetEntry, pageSize: Int) -> FleetSession {
+        let source = e.source, status = e.status, events = self.events, control = self.control
+        let shipper = Shipper(repository: repository, database: source, lease: lease, limit: DatabaseFollower.queueLimit, shipped: { unit, bytes in
+            status.shipped(unit, bytes: bytes)
+            events(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
+        }, problem: { message, retrying in
+            status.noteError()
+            events(.problem(database: source, message: message, retrying: retrying))
+        })
+        return FleetSession(pageSize: pageSize, shipper: shipper) { [repository, options] resyncing in
+            let chain = ChainWriter(source: source, path: FilePaths.resolved(source), repository: repository, options: options, pageSize: pageSize,
+                                    shipper: shipper, status: status, report: events,
+                                    mayWait: { !control.stopRequested && resyncing.withLock { $0 } })
+            chain.listed = e.listed
+            return chain
+        }
+    }
+
+    func writeMetrics(to file: String) {
+        try? AtomicFile.write(Array(ReplicateMetrics.text(statuses).utf8), to: file, permissions: 0o644,
+                              what: "the metrics file", replacing: PrometheusText.replaceRule)
+    }
+}
+
+/// No snapshot could be pinned down (commits kept landing): the slice is tried again.
+struct FleetBusy: Error {}
+
+extension WALLoop {
+    /// A fleet's slice: a read mark, the commits since the last state (from
+    /// the -wal when it still holds them, else a resync), or the chain's start
+    /// when there is none yet; then a segment cut. The caller lets the marks go.
+    /// `databaseChanged`: the database file changed since the last slice.
+    /// With no frame in the -wal then, and none at the last state, the -wal
+    /// position tells nothing (the application's last connection checkpointed
+    /// and removed the -wal meanwhile, and a new one starts with the same
+    /// empty header): every page is compared.
+    func catchUp(databaseChanged: Bool) throws {
+        guard let mark = try marks.beginNext() else { throw FleetBusy() }
+        do {
+            let wasEmpty = chain.chain.isEmpty
+            let resyncs = status.resyncs
+            if wasEmpty { try start(at: mark) } else { try resume(at: mark) }
+            let continued = !wasEmpty || chain.listed?.chainBase?.id == chain.chain
+            if databaseChanged && continued && status.resyncs == resyncs && mark.header.maxFrame == 0 && chain.position.frame == 0 {
+                try resync(at: mark, reason: "the database file changed and the -wal holds no frame (checkpointed and removed meanwhile)")
+            }
+        } catch {
+            marks.drop(mark)
+            throw error
+        }
+        marks.hold(mark)
+        try chain.cut()
+    }
+}
