@@ -93,24 +93,24 @@ final class Fleet: @unchecked Sendable {
     /// Seconds between reads of the tree (with --watch) and between looks at each database file (gone, replaced).
     static let rescanEvery = Double(ProcessInfo.processInfo.environment["LITECTL_FLEET_RESCAN"] ?? "").map { max(0.2, $0) } ?? 5
 
-    private let lock = NSCondition()
-    private var entries: [String: FleetEntry] = [:]
+    let lock = NSCondition()
+    var entries: [String: FleetEntry] = [:]
     /// The entries in the order they were found (the watcher's round).
-    private var order: [FleetEntry] = []
-    private var ready: [FleetEntry] = []
-    private var readyHead = 0
-    private var stopping = false
-    private var watcherDone = false
-    private var allShipped = true
+    var order: [FleetEntry] = []
+    var ready: [FleetEntry] = []
+    var readyHead = 0
+    var stopping = false
+    var watcherDone = false
+    var allShipped = true
     /// Resolved paths this run followed: one found again (deleted and
     /// re-created, or replaced) starts a new chain.
-    private var followedBefore = Set<String>()
+    var followedBefore = Set<String>()
     /// The repository's record at the start, by resolved path.
-    private var record: [String: (chainBase: Snapshot?, newest: Snapshot?)] = [:]
-    private var lease: FollowerLease?
-    private var foldAsked = -Double.infinity
+    var record: [String: (chainBase: Snapshot?, newest: Snapshot?)] = [:]
+    var lease: FollowerLease?
+    var foldAsked = -Double.infinity
     /// Databases dropped while a slice of theirs was under way.
-    private var leaving = Set<String>()
+    var leaving = Set<String>()
 
     init(settings: FleetSettings, repository: Repository, options: ReplicateOptions, events: @escaping @Sendable (ReplicateEvent) -> Void) {
         self.settings = settings
@@ -128,7 +128,7 @@ final class Fleet: @unchecked Sendable {
     /// Every database's figures, for the metrics file.
     var statuses: [FollowerStatus] { lock.lock(); defer { lock.unlock() }; return order.map(\.status) }
 
-    private var isStopping: Bool { lock.lock(); defer { lock.unlock() }; return stopping }
+    var isStopping: Bool { lock.lock(); defer { lock.unlock() }; return stopping }
 
     /// Follows the tree until `stop()`; true when every slice shipped what it recorded.
     func run() throws -> Bool {
@@ -196,14 +196,14 @@ final class Fleet: @unchecked Sendable {
     }
 
     /// Sleeps `seconds`, waking early on a stop.
-    private func sleep(while seconds: Double) {
+    func sleep(while seconds: Double) {
         lock.lock()
         if !stopping { _ = lock.wait(until: Date().addingTimeInterval(seconds)) }
         lock.unlock()
     }
 
     /// A database found (the lock held).
-    private func add(_ path: String, announce: Bool) {
+    func add(_ path: String, announce: Bool) {
         if leaving.contains(path) { return }  // found again at the next look, once its last slice ended
         let resolved = FilePaths.resolved(path)
         WriteGate.shared.protect(database: path, what: "a database being replicated")
@@ -221,7 +221,7 @@ final class Fleet: @unchecked Sendable {
         if announce { events(.note(database: path, message: "new database: followed", verbose: false)) }
     }
 
-    private func enqueue(_ e: FleetEntry) {
+    func enqueue(_ e: FleetEntry) {
         e.busy = true
         ready.append(e)
         lock.broadcast()
@@ -231,7 +231,7 @@ final class Fleet: @unchecked Sendable {
 
     /// Looks at every -wal twice an interval; every `rescanEvery` at every
     /// database file (gone, replaced), and with --watch reads the tree again.
-    private func watch(_ scan: FleetScan) {
+    func watch(_ scan: FleetScan) {
         var lastRescan = Clock.now()
         let tick = max(0.05, options.interval / 2)
         while true {
@@ -308,7 +308,7 @@ final class Fleet: @unchecked Sendable {
     }
 
     /// A database gone (or replaced by another file: found again as a new one), the lock held.
-    private func drop(_ e: FleetEntry, replaced: Bool) {
+    func drop(_ e: FleetEntry, replaced: Bool) {
         guard entries[e.source] === e else { return }
         // (A slice under way ends first: two sets of read marks on one -shm
         // in one process would drop each other's locks. Looked at again in 5 s.)
@@ -322,183 +322,8 @@ final class Fleet: @unchecked Sendable {
         if replaced { add(e.source, announce: false) }
     }
 
-    // MARK: The workers
-
-    private func work() {
-        while true {
-            lock.lock()
-            while readyHead == ready.count && !(watcherDone && stopping) { lock.wait() }
-            if readyHead == ready.count { lock.unlock(); return }
-            let e = ready[readyHead]
-            readyHead += 1
-            if readyHead > 1024 && readyHead * 2 > ready.count { ready.removeFirst(readyHead); readyHead = 0 }
-            let settle = e.settleNext || stopping
-            e.settleNext = false
-            e.dirty = false
-            let fold = e.lastFold < foldAsked
-            let gone = e.gone
-            lock.unlock()
-            // The files as the slice began: what the watcher compares with
-            // next (a commit after them shows as a change; the slice's own
-            // connections, which make a -wal and a -shm and remove them
-            // again, do not).
-            let walBefore = FileStamp(lstatOf: e.source + "-wal"), dbBefore = FileStamp(lstatOf: e.source)
-            let wall = Clock.wall()
-            let outcome: SliceOutcome = gone ? .done(complete: true, recorded: false) : slice(e, settle: settle, foldAsked: fold)
-            let walAfter = FileStamp(lstatOf: e.source + "-wal")
-            lock.lock()
-            e.walStamp = walBefore
-            e.dbStamp = dbBefore
-            e.racy = [walBefore, dbBefore].contains { $0.map { wall - Double($0.mtimeNanos) / 1e9 < 0.05 } ?? false }
-            // An empty -wal the slice left where there was none: no change
-            // (any commit makes it longer than its header).
-            if walBefore == nil, let walAfter, walAfter.size == 0 { e.walStamp = walAfter }
-            e.busy = false
-            e.slices += 1
-            if e.gone { leaving.remove(e.source) }
-            e.lastSlice = Clock.now()
-            switch outcome {
-            case .done(let complete, let recorded):
-                if !complete { allShipped = false }
-                if settle && complete { e.settled = true } else if recorded || !complete { e.settled = false }
-                e.delay = 5
-                // Dormant: no session kept (its batch and compressor would be
-                // megabytes a database); the chain's base is adopted again at
-                // the next change (its states read back from the repository).
-                if e.settled, let base = e.session?.chain.base {
-                    e.listed = (base, base)
-                    e.session = nil
-                }
-            case .busy:
-                e.dirty = true
-                e.retryAt = Clock.now() + 0.1
-            case .retry:
-                e.dirty = true
-                e.settled = false
-                e.retryAt = Clock.now() + e.delay
-                e.delay = min(60, e.delay * 2)
-                if stopping { allShipped = false }
-            }
-            lock.broadcast()
-            lock.unlock()
-        }
-    }
-
-    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry }
-
-    /// One slice of a database: its commits since the last state recorded
-    /// and shipped (with `settle`, the period's segments gathered too).
-    private func slice(_ e: FleetEntry, settle: Bool, foldAsked: Bool) -> SliceOutcome {
-        let marks: ReadMarks
-        let pageSize: Int
-        do {
-            marks = try ReadMarks(path: e.source)
-            do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
-        } catch {
-            if FileStamp(lstatOf: e.source) == nil { return .done(complete: true, recorded: false) }  // gone: the watcher drops it
-            report(e, error)
-            return .retry
-        }
-        if e.session?.pageSize != pageSize { e.session = makeSession(e, pageSize: pageSize) }
-        let s = e.session!
-        let before = (s.chain.chain, s.chain.number)
-        let dbNow = FileStamp(lstatOf: e.source)
-        let databaseChanged = dbNow != e.dbAtSlice
-        let shipping = NamedThread("litectl-ship") { s.shipper.run() }
-        var failure: (any Error)?
-        do {
-            let loop = WALLoop(source: e.source, marks: marks, pageSize: pageSize, options: options, control: control, lease: lease,
-                               chain: s.chain, shipper: s.shipper, status: e.status, resyncing: s.resyncing, report: events)
-            try loop.catchUp(databaseChanged: databaseChanged)
-            let now = Clock.now()
-            if s.chain.number > 0 && (foldAsked || (options.foldInterval > 0 && now - e.lastFold >= options.foldInterval)) {
-                try s.chain.fold()
-                e.lastFold = now
-            }
-        } catch {
-            failure = error
-        }
-        marks.close()
-        if failure == nil && settle { s.chain.finishPeriod() }
-        s.shipper.finish(giveUpAt: Clock.now() + options.stopTimeout)
-        let shipped = shipping.wait() && !s.shipper.failed
-        if let failure {
-            if failure is FleetBusy { return .busy }
-            report(e, failure)
-            e.status.restarted()
-            e.session = nil  // starts again from the repository
-            e.listed = (nil, nil)
-            if let lost = failure as? FollowerLeaseLost { _ = lost; stop() }
-            return .retry
-        }
-        if !shipped {
-            e.session = nil
-            e.listed = (nil, nil)
-            return isStopping ? .done(complete: false, recorded: true) : .retry
-        }
-        // (States recorded, or a fold: the period has segments to gather.)
-        let recorded = s.chain.number != before.1 || (before.0 != "" && before.0 != s.chain.chain)
-        e.dbAtSlice = dbNow
-        return .done(complete: true, recorded: recorded)
-    }
-
-    private func report(_ e: FleetEntry, _ error: any Error) {
-        e.status.noteError()
-        let message = (error as? DatabaseError)?.description ?? (error as? StoreError)?.description ?? "\(error)"
-        events(.problem(database: e.source, message: message, retrying: !isStopping))
-    }
-
-    private func makeSession(_ e: FleetEntry, pageSize: Int) -> FleetSession {
-        let source = e.source, status = e.status, events = self.events, control = self.control
-        let shipper = Shipper(repository: repository, database: source, lease: lease, limit: DatabaseFollower.queueLimit, shipped: { unit, bytes in
-            status.shipped(unit, bytes: bytes)
-            events(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
-        }, problem: { message, retrying in
-            status.noteError()
-            events(.problem(database: source, message: message, retrying: retrying))
-        })
-        return FleetSession(pageSize: pageSize, shipper: shipper) { [repository, options] resyncing in
-            let chain = ChainWriter(source: source, path: FilePaths.resolved(source), repository: repository, options: options, pageSize: pageSize,
-                                    shipper: shipper, status: status, report: events,
-                                    mayWait: { !control.stopRequested && resyncing.withLock { $0 } })
-            chain.listed = e.listed
-            return chain
-        }
-    }
-
     func writeMetrics(to file: String) {
         try? AtomicFile.write(Array(ReplicateMetrics.text(statuses).utf8), to: file, permissions: 0o644,
                               what: "the metrics file", replacing: PrometheusText.replaceRule)
-    }
-}
-
-/// No snapshot could be pinned down (commits kept landing): the slice is tried again.
-struct FleetBusy: Error {}
-
-extension WALLoop {
-    /// A fleet's slice: a read mark, the commits since the last state (from
-    /// the -wal when it still holds them, else a resync), or the chain's start
-    /// when there is none yet; then a segment cut. The caller lets the marks go.
-    /// `databaseChanged`: the database file changed since the last slice.
-    /// With no frame in the -wal then, and none at the last state, the -wal
-    /// position tells nothing (the application's last connection checkpointed
-    /// and removed the -wal meanwhile, and a new one starts with the same
-    /// empty header): every page is compared.
-    func catchUp(databaseChanged: Bool) throws {
-        guard let mark = try marks.beginNext() else { throw FleetBusy() }
-        do {
-            let wasEmpty = chain.chain.isEmpty
-            let resyncs = status.resyncs
-            if wasEmpty { try start(at: mark) } else { try resume(at: mark) }
-            let continued = !wasEmpty || chain.listed?.chainBase?.id == chain.chain
-            if databaseChanged && continued && status.resyncs == resyncs && mark.header.maxFrame == 0 && chain.position.frame == 0 {
-                try resync(at: mark, reason: "the database file changed and the -wal holds no frame (checkpointed and removed meanwhile)")
-            }
-        } catch {
-            marks.drop(mark)
-            throw error
-        }
-        marks.hold(mark)
-        try chain.cut()
     }
 }
