@@ -237,6 +237,13 @@ func runLitectlIn(_ cwd: String, _ arguments: [String]) throws -> ProcessResult 
             #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("\(m): a moment of a repository is read-only"),
                     "\(arguments): \(r.stderr)")
         }
+        // Output options go through the write gate, which never takes a moment's name for a file.
+        for arguments in [["check", "--write-baseline", m, f.live], ["report", f.live, "--output", m]] {
+            let r = try runLitectlIn(f.folder.path, arguments)
+            #expect(r.status == 2 || r.status == 64, "\(arguments): \(r.status) \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("names a moment of a repository"),
+                    "\(arguments): \(r.stderr)")
+        }
         #expect(try f.folder.listing() == before)
     }
 

@@ -272,6 +272,12 @@ public final class WriteGate: @unchecked Sendable {
     }
 
     private func requireUnprotected(_ path: String, owner: Tree?, doing: String, ignoringReads: Bool = false) throws {
+        // A moment's name (repo:NAME@WHEN) is never a file to write or
+        // delete, whatever the option: a local file so named is ./repo:...
+        if PageVFS.namesSource(path) {
+            throw DatabaseError(code: .cantopen, message: "names a moment of a repository (repo:NAME@WHEN), not a file; a local file so named is ./\(path)",
+                                path: path)
+        }
         let (files, trees, owned, ownedFolders) = state.withLock { s in
             (s.active ? s.files : [], s.active ? s.trees : [:], s.owned, s.ownedFolders)
         }

@@ -116,7 +116,7 @@ final class OpenMoments {
 /// vacuum").
 func refuseMoments(_ paths: [String?], as role: String) throws {
     for path in paths.compactMap({ $0 }) where path.hasPrefix(MomentReference.prefix) {
-        printError("\(path): a moment of a repository is read-only and not a file: it cannot be \(role) (restore it with litectl restore --at, or give a local file named so as ./\(path))")
+        printError("\(path): a moment of a repository is read-only and not a file: it cannot be \(role); restore it with litectl restore --at, or give a local file so named as ./\(path)")
         throw ExitCode(64)
     }
 }

@@ -182,7 +182,7 @@ struct Backup: ParsableCommand {
     }
 
     func run() throws {
-        try refuseMoments(paths, as: "backed up or written (restore it instead)")
+        try refuseMoments(paths, as: "backed up or written")
         noteHotJournals(voice)
         TemporaryFiles.installSignalCleanup()
         if config != nil || repository.isGiven { return try runRepository() }

@@ -40,7 +40,7 @@ struct MigrateStatus: ParsableCommand {
     @OptionGroup var options: DatabaseOptions
 
     func run() throws {
-        try refuseMoments([database], as: "read by migrate status (restore it first)")
+        try refuseMoments([database], as: "read by migrate status")
         noteHotJournals(voice)
         let report: MigrationStatusReport
         do {

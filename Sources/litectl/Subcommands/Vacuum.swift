@@ -126,7 +126,7 @@ struct Vacuum: ParsableCommand {
     }
 
     func run() throws {
-        try refuseMoments([databasePath, into], as: "vacuumed (restore it first)")
+        try refuseMoments([databasePath, into], as: "vacuumed")
         noteHotJournals(voice)
         Interruption.install(naming: databasePath)
         if dryRun { return try runDry() }
