@@ -145,7 +145,10 @@ final class MomentPages: ImagePages, @unchecked Sendable {
         fetcher.mark([id])
         let marked = ahead.map { claim($0) } ?? []
         c.unlock()
-        return try fetchAhead(marked, foreground: (number, id))!
+        guard let bytes = try fetchAhead(marked, foreground: (number, id)) else {
+            throw StoreError(.other, location: fetcher.repository.location, message: "damaged index: page \(number) was not read")
+        }
+        return bytes
     }
 
     /// With the lock held: the run page `number` continues, and the pages to
@@ -209,18 +212,27 @@ final class MomentPages: ImagePages, @unchecked Sendable {
         c.unlock()
         let marked = marked.map(\.1) + more
         let spans = map.spans(Array(blobOf.values) + (front.map { [$0] } ?? []), reads: fetcher.reads)
-        var result: [UInt8]?
+        // Every other span is handed to the fetcher's threads before the
+        // foreground read, which may throw: each span's read drops its
+        // marks, so that no page stays marked as being fetched (a later read
+        // of it would wait for ever).
+        var frontSpan: (span: StatePages.Span, owned: [PageID])?
         for span in spans {
             let blobs = Set(span.blobs)
             var owned = marked.filter { blobs.contains(blobOf[$0]!) }
             if let foreground, let front, blobs.contains(front) {
                 owned.append(foreground.id)
-                result = try read(span, marked: owned, want: foreground.id)
+                frontSpan = (span, owned)
             } else {
                 fetcher.submit { [self] in _ = try? read(span, marked: owned, want: nil) }
             }
         }
-        return result
+        guard let foreground else { return nil }
+        guard let frontSpan else {
+            fetcher.finish(marked: [foreground.id], pages: [], requests: 0, bytes: 0)
+            throw StoreError(.other, location: fetcher.repository.location, message: "damaged index: page \(foreground.number) lies in no blob")
+        }
+        return try read(frontSpan.span, marked: frontSpan.owned, want: foreground.id)
     }
 
     /// One ranged read: every page it brings that this moment holds is kept;

@@ -141,7 +141,7 @@ extension Repository {
             }
             for state in segment.states {
                 if state.number < next {
-                    guard states[Int(state.number) - 1].digest == state.digest else {
+                    guard state.number >= 1, states[Int(state.number) - 1].digest == state.digest else {
                         // Which of the two is right is unknown: neither from here.
                         states.removeLast(states.count - Int(state.number) + 1)
                         cut = ChainCut(object: key, error: StoreError(.other, location: objectName(key), message: "damaged segment: its state \(state.number) differs from another segment's"))
@@ -310,7 +310,7 @@ extension Repository {
             if var tail = pieces.last, !tail.restorable {
                 tail.to = nil; pieces[pieces.count - 1] = tail
             } else {
-                pieces.append(gap(from: last + 1, object: c.object, cause: c.error.description))
+                pieces.append(gap(from: last < .max ? last + 1 : last, object: c.object, cause: c.error.description))
             }
         }
         return (pieces, reading.newestSeen)
@@ -349,7 +349,8 @@ extension Timestamp {
     /// (what `restore --at` reads back exactly).
     public static func iso8601Micros(_ seconds: Double) -> String {
         // (Rounded: the times printed are whole microseconds held as doubles.)
-        let micros = seconds.isFinite && seconds > 0 ? UInt64((seconds * 1e6).rounded()) : 0
+        // A hostile record's time past what a UInt64 of microseconds holds is printed as the largest one.
+        let micros = seconds.isFinite && seconds > 0 ? (seconds * 1e6 < 1.8e19 ? UInt64((seconds * 1e6).rounded()) : UInt64.max) : 0
         let whole = Double(micros / 1_000_000)
         let text = iso8601(whole)
         let fraction = String(micros % 1_000_000)

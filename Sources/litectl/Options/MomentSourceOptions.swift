@@ -14,7 +14,7 @@ struct MomentSourceOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With a moment: the repository is the one this host config file names (TOML, as backup --config reads it; docs/repo.md).", valueName: "file"))
     var config: String?
 
-    @Option(help: ArgumentHelp("With a moment: memory for its pages, e.g. 64M (default: 32M; one page cache for every moment of the run).", valueName: "size"),
+    @Option(help: ArgumentHelp("With a moment: memory for its pages, e.g. 64M (default: 32M; each moment of the run has a cache of this size).", valueName: "size"),
             transform: SizeArgument.parse)
     var cacheSize: SizeArgument?
 
