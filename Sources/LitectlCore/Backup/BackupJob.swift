@@ -65,7 +65,7 @@ public enum BackupJob {
     /// and the temporary files are gone; the source is only ever read.
     public static func run(_ request: BackupRequest, progress: (CopyProgress) -> Void = { _ in }) throws -> BackupOutcome {
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
-        try EmptySource.require(source, path: request.source, policy: request.shrink)
+        try EmptySource.require(source, path: request.source, policy: request.shrink, timeout: request.copy.timeout)
         let sourcePath = resolvedPath(request.source)
         let permissions = try DurableFolder.permissions(of: request.source)
         let started = Clock.wall()

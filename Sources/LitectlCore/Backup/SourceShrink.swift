@@ -63,10 +63,15 @@ public enum EmptySource {
     /// Refuses, unless `policy.allowEmpty`, a source that holds no table or
     /// index, as `connection` (the source, opened for the copy) sees it.
     /// Checked before the copy; the copy's page count is checked again after
-    /// it (`require(pageCount:...)`), for a source wiped in between.
-    public static func require(_ connection: Connection, path: String, policy: SourceShrinkPolicy) throws {
+    /// it (`require(pageCount:...)`), for a source wiped in between. The
+    /// source is opened without a busy handler, so a writer's lock (a
+    /// rollback journal's EXCLUSIVE) is retried until `timeout` seconds pass,
+    /// as the open and the copy retry it.
+    public static func require(_ connection: Connection, path: String, policy: SourceShrinkPolicy, timeout: Double) throws {
         guard !policy.allowEmpty else { return }
-        let objects = try connection.scalar("SELECT count(*) FROM sqlite_schema WHERE type IN ('table','index') AND rootpage > 0")
+        let objects = try HotCopy.retryingBusy(Deadline(seconds: timeout), path: path) {
+            try connection.scalar("SELECT count(*) FROM sqlite_schema WHERE type IN ('table','index') AND rootpage > 0")
+        }
         if case .integer(let n) = objects, n > 0 { return }
         throw refusal(path)
     }

@@ -169,7 +169,7 @@ public enum RepoBackup {
         let source = try HotCopy.openSource(request.source, timeout: request.copy.timeout)
         // Closing ends the read transaction a kept snapshot leaves open.
         defer { try? source.close() }
-        try EmptySource.require(source, path: request.source, policy: request.shrink)
+        try EmptySource.require(source, path: request.source, policy: request.shrink, timeout: request.copy.timeout)
         let sourcePath = FilePaths.resolved(request.source)
         let folder = TemporaryFiles.folder(request.temporaryFolder)
         let copyFile = try TemporaryFile(in: folder, stem: temporaryStem, permissions: 0o600)
