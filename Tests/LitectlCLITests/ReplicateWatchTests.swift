@@ -1,5 +1,6 @@
 // What `litectl replicate` notices besides commits: a database replaced under
-// it (another file moved over it; deleted and created again) ends the chain
+// it (another file moved over it; deleted and created again; copied over it
+// in place) ends the chain
 // and starts a new one within an interval, said without -v, so that a restore
 // a second after the switch is the new file (compared with `litectl hash`
 // and the sqlite3 CLI); and a follower whose repository refuses everything
@@ -34,7 +35,8 @@ import TestSupport
     /// A followed database (no -v: what is said is said at the default level), its
     /// first chain started and a commit shipped; `replace` switches the file
     /// and returns when; then a restore a second after must be the new file.
-    func replaced(_ name: String, replace: (_ db: String, _ folder: TemporaryFolder) throws -> Void) throws {
+    func replaced(_ name: String, said saying: String = "the database file was replaced",
+                  replace: (_ db: String, _ folder: TemporaryFolder) throws -> Void) throws {
         let folder = try TemporaryFolder(name)
         let db = folder.file("app.db"), repo = folder.file("repo"), log = folder.file("replicate.log")
         _ = try sql(db, "PRAGMA journal_mode=wal; CREATE TABLE old(x); INSERT INTO old VALUES ('old 1');")
@@ -49,7 +51,7 @@ import TestSupport
         follower.signal(SIGTERM)
         #expect(follower.wait() == 0)
         let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(said.contains("the database file was replaced") && said.contains("a new chain starts"), "said without -v: \(said)")
+        #expect(said.contains(saying) && said.contains("a new chain starts"), "said without -v: \(said)")
         let bases = try chainBases(repo)
         #expect(bases.count == 2 && bases.last?.replica?.follows == nil, "a new chain, not continuing the old one: \(bases.count)")
         for at in [switched + 1, switched + 2] {
@@ -69,6 +71,20 @@ import TestSupport
             let other = folder.file("other.db")
             _ = try sql(other, "PRAGMA journal_mode=wal; CREATE TABLE new(y); INSERT INTO new VALUES ('new 1');")
             #expect(try runProcess("/bin/mv", ["-f", other, db]).status == 0)
+            _ = try sql(db, "INSERT INTO new VALUES ('new 2');")
+        }
+    }
+
+    @Test func aDatabaseCopiedOverTheFollowedOneInPlaceStartsANewChainWithinAnInterval() throws {
+        // `cp` writes into the same inode: only the file's page 1 tells.
+        try replaced("replicate-copied", said: "the database file was written over in place") { db, folder in
+            #expect(try sql(db, "PRAGMA wal_checkpoint(TRUNCATE);") == "0|0|0")
+            Thread.sleep(forTimeInterval: 1.5)  // the follower's mark at the empty -wal
+            let other = folder.file("other.db")
+            // As many pages as the old file (2), so that SQLite's view through the kept -shm stays sound.
+            _ = try sql(other, "PRAGMA journal_mode=wal; CREATE TABLE new(y); INSERT INTO new VALUES ('new 1');")
+            #expect(try sql(other, "PRAGMA page_count") == sql(db, "PRAGMA page_count"))
+            #expect(try runProcess("/bin/cp", [other, db]).status == 0)
             _ = try sql(db, "INSERT INTO new VALUES ('new 2');")
         }
     }

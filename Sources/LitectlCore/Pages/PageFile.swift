@@ -100,6 +100,22 @@ final class PageFile {
 
     /// Reads `count` bytes at `offset` of the main file; false on any error or short read.
     func read(into buffer: UnsafeMutableRawPointer, count: Int, offset: Int) -> Bool {
+        PageFile.read(file, into: buffer, count: count, offset: offset)
+    }
+
+    /// `count` bytes at `offset` of `connection`'s main file as they are on
+    /// disk (never through the -wal), read through SQLite's own handle; nil
+    /// on any error or short read.
+    static func mainFileBytes(_ connection: Connection, count: Int, offset: Int) -> [UInt8]? {
+        var pointer: UnsafeMutablePointer<sqlite3_file>?
+        guard count > 0, sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
+              let pointer, pointer.pointee.pMethods != nil else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let ok = bytes.withUnsafeMutableBytes { read(pointer, into: $0.baseAddress!, count: count, offset: offset) }
+        return ok ? bytes : nil
+    }
+
+    private static func read(_ file: UnsafeMutablePointer<sqlite3_file>, into buffer: UnsafeMutableRawPointer, count: Int, offset: Int) -> Bool {
         guard let xRead = file.pointee.pMethods.pointee.xRead else { return false }
         return xRead(file, buffer, Int32(count), sqlite3_int64(offset)) == SQLITE_OK
     }

@@ -1,8 +1,9 @@
 // What a follower watches besides the -wal's frames, kept across its
 // restarts (one per database, held by its FollowerStatus): the database file
 // replaced under it (another inode under its name: `mv` over it, or deleted
-// and created again), which ends the chain at once and has the next start
-// begin a new chain; and a follower that makes no progress for 3 intervals
+// and created again; or the same file written over outside SQLite, seen by
+// its page 1 while nothing waits to be checkpointed), which ends the chain at
+// once and has the next start begin a new chain; and a follower that makes no progress for 3 intervals
 // while the -wal is written to (stalled), said once as a problem and raised
 // as `litectl_replicate_stalled` in the metrics file. Part of the replicate
 // capability; the WAL loop calls it (WALLoop.swift).
@@ -45,6 +46,22 @@ public final class FollowerWatch: @unchecked Sendable {
         guard let followed, let now = FileIdentity(source), now != followed else { return nil }
         lock.lock(); replaced = true; lock.unlock()
         return DatabaseReplaced(description: "\(source): the database file was replaced (another file under its name: inode \(now.inode), was \(followed.inode)); the chain ends at the old file's last state, and a new chain starts from the new file now")
+    }
+
+    /// Whether the main file was written over in place (`cp new.db app.db`
+    /// keeps the inode), seen by its page 1. Call only while the follower
+    /// holds a mark at read lock 0 at the last state: the main file then is
+    /// that state's (no checkpoint writes to it under such a reader), so a
+    /// page 1 other than the state's (`expected`) was written outside
+    /// SQLite. Read through `connection`'s own handle, never a second open
+    /// (closing one would drop SQLite's locks). When so, the next start
+    /// begins a new chain, and the error to throw, which says it.
+    func rewrite(of source: String, connection: Connection, pageSize: Int, expected: PageID?,
+                 id: (UnsafeRawBufferPointer) -> PageID) -> DatabaseReplaced? {
+        guard let expected, let page = PageFile.mainFileBytes(connection, count: pageSize, offset: 0),
+              page.withUnsafeBytes(id) != expected else { return nil }
+        lock.lock(); replaced = true; lock.unlock()
+        return DatabaseReplaced(description: "\(source): the database file was written over in place (its page 1 is not the last state's, and SQLite did not write it); the chain ends at the old file's last state, and a new chain starts from the file as it is now")
     }
 
     /// Whether this start must begin a new chain (and no longer after it).

@@ -101,7 +101,9 @@ final class WALLoop {
             if stopping { return }
             if now - lastIdentity >= options.interval {
                 lastIdentity = now
-                if let replaced = status.watch.replacement(of: source, followed: fileID) { try chain.cut(); throw replaced }
+                if let replaced = status.watch.replacement(of: source, followed: fileID) ?? marks.held.flatMap(rewritten) {
+                    try chain.cut(); throw replaced
+                }
             }
             status.watch.look(shipped: status.statesShipped, caughtUp: status.lag == 0, wal: source + "-wal", interval: options.interval) {
                 report(.problem(database: source, message: $0, retrying: true))
@@ -205,6 +207,15 @@ final class WALLoop {
         try resync(at: mark, reason: "the -wal is not the one the last state was read from (it was restarted, or checkpointed, since)")
     }
 
+    /// The main file written over in place (FollowerWatch.rewrite), looked
+    /// for while `held` is at read lock 0 at the last state.
+    private func rewritten(_ held: ReadMark) -> DatabaseReplaced? {
+        guard held.lockZero, held.header.sameGeneration(chain.position), held.header.maxFrame == chain.position.frame else { return nil }
+        return status.watch.rewrite(of: source, connection: marks.connection(of: held), pageSize: pageSize, expected: chain.ids.first) {
+            chain.repository.pageID($0)
+        }
+    }
+
     /// Page 1's header, as the mark's snapshot has it.
     private func readHeader(_ mark: ReadMark) {
         if let file = try? PageFile(marks.connection(of: mark), walIndex: mark.header), let page = file.page(1) {
@@ -229,6 +240,8 @@ final class WALLoop {
             guard let held = marks.held, held.lockZero, held.header.sameGeneration(chain.position), held.header.maxFrame == chain.position.frame else {
                 throw WALMismatch(description: "the -wal was restarted past frames not read")
             }
+            // The new generation continues the main file, which must still be the last state's.
+            if let replaced = rewritten(held) { try chain.cut(); throw replaced }
             try readFrames(next, newGeneration: true)
         }
     }

@@ -91,7 +91,8 @@ struct Replicate: ParsableCommand {
             litectl_replicate_errors_total, litectl_replicate_resyncs_total, \
             litectl_replicate_stalled (1 while no progress came for 3 intervals as the -wal \
             was written to, said once on stderr). A database file replaced under the follower \
-            (another inode under its name) ends its chain and starts a new one within an \
+            (another inode under its name, or the file written over in place while nothing \
+            waits to be checkpointed) ends its chain and starts a new one within an \
             interval, said on stderr. docs/replicate.md \
             says how it stays correct.
             """)
