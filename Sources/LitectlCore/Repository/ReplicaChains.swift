@@ -61,23 +61,8 @@ extension Repository {
 
     /// Segments read on every core (several at a time from a server), in the order given.
     func loadSegments(_ refs: [SegmentRef]) throws -> [Segment] {
-        let out = Locked([Segment?](repeating: nil, count: refs.count))
-        let failure = Locked<(any Error)?>(nil), next = Locked(0)
-        let workers = max(1, min(refs.count, store is FolderStore ? ProcessInfo.processInfo.activeProcessorCount : 8))
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while failure.withLock({ $0 == nil }) {
-                let i = next.withLock { n -> Int in n += 1; return n - 1 }
-                guard i < refs.count else { return }
-                do {
-                    let segment = try loadSegment(refs[i].key)
-                    out.withLock { $0[i] = segment }
-                } catch {
-                    failure.withLock { if $0 == nil { $0 = error } }
-                }
-            }
-        }
-        if let error = failure.withLock({ $0 }) { throw error }
-        return out.withLock { $0 }.map { $0! }
+        // (The first damaged one in `refs`' order is the error.)
+        try loadSegmentsEach(refs).map { try $0.get() }
     }
 
     /// A chain's states in order from 1, from its segments. The listing is
