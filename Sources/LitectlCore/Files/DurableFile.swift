@@ -301,6 +301,19 @@ public enum DurableFolder {
         }
     }
 
+    /// Makes the folder `path` itself (mode `permissions`, less the umask)
+    /// when it does not exist, after the write gate said yes; never its
+    /// parents (a cache folder is made only where the user named it). An
+    /// existing folder is not an error.
+    public static func makeFolder(_ path: String, permissions: mode_t, owner: WriteGate.Tree? = nil) throws {
+        try WriteGate.shared.requireWritable(folder: path, owner: owner)
+        if mkdir(path, permissions) != 0 && errno != EEXIST {
+            let err = errno
+            throw DatabaseError(code: err == EACCES ? .perm : .cantopen,
+                                message: "cannot create the folder: \(String(cString: strerror(err)))", path: path)
+        }
+    }
+
     /// Makes the folder `path` and its missing parents (mode 0755, less the
     /// umask), as `mkdir -p` does, after the write gate said yes.
     public static func makeFolders(_ path: String, owner: WriteGate.Tree? = nil) throws {

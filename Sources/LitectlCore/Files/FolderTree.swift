@@ -21,6 +21,8 @@ public final class FolderTree: @unchecked Sendable {
         public var isFile: Bool
         public var isFolder: Bool
         public var size: Int64
+        /// When its content last changed (seconds since 1970).
+        public var modified: Double = 0
     }
 
     public init(root: String) {
@@ -129,7 +131,8 @@ public final class FolderTree: @unchecked Sendable {
             var info = stat()
             guard fstatat(dirfd(dir), name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             let type = info.st_mode & S_IFMT
-            out.append(Entry(name: name, isFile: type == S_IFREG, isFolder: type == S_IFDIR, size: Int64(info.st_size)))
+            out.append(Entry(name: name, isFile: type == S_IFREG, isFolder: type == S_IFDIR, size: Int64(info.st_size),
+                             modified: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9))
         }
         return out
     }
@@ -150,8 +153,10 @@ public final class FolderTree: @unchecked Sendable {
     /// Writes `bytes` as the file `relative` (replacing it), creating its
     /// folders: a hidden temporary file beside it (registered for removal on
     /// a signal), fsynced, renamed, the folder fsynced. The write gate is
-    /// asked first, as `owner`.
-    public func write(_ relative: String, _ bytes: [UInt8], permissions: mode_t, owner: WriteGate.Tree?) throws {
+    /// asked first, as `owner`. `durable` false skips both fsyncs (a cache's
+    /// file, checked whenever it is read, need not survive a crash; it is
+    /// still never seen half written under its name).
+    public func write(_ relative: String, _ bytes: [UInt8], permissions: mode_t, owner: WriteGate.Tree?, durable: Bool = true) throws {
         let parts = try Self.components(relative)
         try WriteGate.shared.requireWritable(path(relative), what: "a file of the folder", replacing: .always, owner: owner)
         let folder = try openFolder(parts.dropLast(), create: true)
@@ -185,11 +190,11 @@ public final class FolderTree: @unchecked Sendable {
                 }
                 offset += n
             }
-            if fchmod(fd, permissions) != 0 || fsync(fd) != 0 { throw failure(relative, errno, "cannot write") }
+            if fchmod(fd, permissions) != 0 || (durable && fsync(fd) != 0) { throw failure(relative, errno, "cannot write") }
         }
         if renameat(folder, temporary, folder, name) != 0 { throw failure(relative, errno, "cannot rename into place") }
         done = true
-        if fsync(folder) != 0 && errno != EINVAL { throw failure(relative, errno, "folder fsync failed") }
+        if durable && fsync(folder) != 0 && errno != EINVAL { throw failure(relative, errno, "folder fsync failed") }
     }
 
     /// Removes the folder `path` and everything in it, depth first, each

@@ -10,7 +10,7 @@ import Foundation
 public struct MomentOptions: Sendable {
     /// The most bytes of pages kept in memory (shared by a moment and the ones `refreshed` gives).
     public var cacheBytes = 32 << 20
-    /// A folder to keep fetched pages in across runs: not supported yet (must be nil).
+    /// A folder to keep fetched blobs in across runs (made when missing; BlobFolder).
     public var cacheFolder: String? = nil
     /// Whether runs of consecutive pages fetch the next ones ahead.
     public var readAhead = true
@@ -37,6 +37,9 @@ public final class Moment: @unchecked Sendable {
     public let pageSize: Int
     /// Page n's id at n - 1 (two moments share the ids of unchanged pages).
     public let pageIDs: [PageID]
+    /// What choosing the state noted (its chain's segments gone: the newest
+    /// snapshot instead), as `restore` says it.
+    public internal(set) var notes: [String] = []
     let repository: Repository
     let options: MomentOptions
     let pages: MomentPages
@@ -68,11 +71,8 @@ public final class Moment: @unchecked Sendable {
     /// `now`: the time relative WHENs count back from (the wall clock when nil).
     public static func open(_ reference: MomentReference, repository: Repository, options: MomentOptions = .init(),
                             now: Double? = nil) throws -> Moment {
-        guard options.cacheFolder == nil else {
-            throw MomentError(reference: reference.text, message: "a cache folder is not supported yet")
-        }
         return try open(reference, repository: repository, options: options, now: now,
-                        fetcher: MomentFetcher(repository: repository, options: options), index: nil)
+                        fetcher: try MomentFetcher(repository: repository, options: options), index: nil)
     }
 
     /// The moment `latest` is now, sharing this one's cache (pages it holds
@@ -104,10 +104,11 @@ public final class Moment: @unchecked Sendable {
             throw fail("the repository \(repository.location) holds no database \(database) (\(held))")
         }
         let selected: RestorePoint
+        var notes: [String] = []
         do {
             switch point {
             case .latest:
-                selected = try ReplicaSelector.select("latest", from: snapshots, database: database, at: nil, repository: repository)
+                selected = try ReplicaSelector.select("latest", from: snapshots, database: database, at: nil, repository: repository, note: { notes.append($0) })
             case .snapshot(let id):
                 selected = try ReplicaSelector.select(id, from: snapshots, database: database, at: nil, repository: repository)
                 if case .snapshot(let s) = selected, !fits(s) {
@@ -120,7 +121,7 @@ public final class Moment: @unchecked Sendable {
                 guard t >= first.time else {
                     throw fail("no state of \(database) at or before \(Timestamp.iso8601(t)): its first is of \(Timestamp.iso8601(first.time))")
                 }
-                selected = try ReplicaSelector.select("latest", from: snapshots, database: database, at: t, repository: repository)
+                selected = try ReplicaSelector.select("latest", from: snapshots, database: database, at: t, repository: repository, note: { notes.append($0) })
             }
         } catch let error as StoreError where error.kind == .notFound || error.location == repository.location {
             throw fail(error.message)
@@ -148,6 +149,7 @@ public final class Moment: @unchecked Sendable {
         let pages = MomentPages(ids: ids, pageSize: snapshot.pageSize, map: located, fetcher: fetcher)
         let moment = Moment(reference: reference, time: selected.time, snapshotID: base, state: stateNumber,
                             pageSize: snapshot.pageSize, pageIDs: ids, repository: repository, options: options, pages: pages)
+        moment.notes = notes
         // Page 1 fetched now: a repository that cannot give it fails here, and
         // its header must say the page size the state records.
         if !ids.isEmpty {

@@ -20,6 +20,8 @@ final class MomentFetcher: @unchecked Sendable {
     /// Guards everything below; waiters for a page being fetched wait on it.
     let condition = NSCondition()
     let cache: PageCache
+    /// The folder blobs are kept in across runs, if any (--cache-dir).
+    let folder: BlobFolder?
     /// Ids of pages a read under way will bring.
     private(set) var inFlight = Set<PageID>()
     private(set) var requests = 0
@@ -29,8 +31,9 @@ final class MomentFetcher: @unchecked Sendable {
     /// Decompressors and buffers for reads in the foreground, reused.
     private var tools: [(ZstdDecompressor, RepoRestore.Buffers)] = []
 
-    init(repository: Repository, options: MomentOptions) {
+    init(repository: Repository, options: MomentOptions) throws {
         self.repository = repository
+        folder = try options.cacheFolder.map { try BlobFolder(path: $0) }
         readAhead = options.readAhead
         cache = PageCache(capacity: options.cacheBytes)
         let remote = !(repository.store is FolderStore)
@@ -237,23 +240,74 @@ final class MomentPages: ImagePages, @unchecked Sendable {
 
     /// One ranged read: every page it brings that this moment holds is kept;
     /// the marks it owns are dropped whatever happens. Returns page `want`.
+    /// With a cache folder, the span's blobs it holds (each checked page by
+    /// page) are not read, and those read are kept in it.
     private func read(_ span: StatePages.Span, marked: [PageID], want: PageID?) throws -> [UInt8]? {
         var pages: [(PageID, [UInt8])] = []
         var wanted: [UInt8]?
-        var count = 0
+        var count = 0, reads = 0
         let tools = fetcher.takeTools()
         defer {
             fetcher.giveBack(tools)
-            fetcher.finish(marked: marked, pages: pages, requests: count > 0 ? 1 : 0, bytes: Int64(count))
+            fetcher.finish(marked: marked, pages: pages, requests: reads, bytes: Int64(count))
         }
-        count = try fetcher.repository.read(span, map: map, pageSize: pageSize, decompressor: tools.0, buffers: tools.1) { id, bytes in
+        func keep(_ id: PageID, _ bytes: UnsafeRawBufferPointer) {
             if id == want { wanted = Array(bytes) }
             if holds(id) { pages.append((id, id == want ? wanted! : Array(bytes))) }
+        }
+        var spans = [span]
+        if let folder = fetcher.folder {
+            let missing = span.blobs.filter { !served($0, from: folder, tools: tools, keep) }
+            spans = missing.count == span.blobs.count ? [span] : map.spans(missing, reads: fetcher.reads)
+        }
+        for span in spans {
+            count += try fetcher.repository.read(span, map: map, pageSize: pageSize, decompressor: tools.0, buffers: tools.1, page: keep)
+            reads += 1
+            // Every page of the span was checked against its id: its blobs may be kept.
+            if let folder = fetcher.folder {
+                for b in span.blobs {
+                    let record = map.index.blobs[Int(b)]
+                    let lo = Int(record.offset) - span.from, hi = lo + Int(record.length)
+                    guard lo >= 0, hi <= count, hi <= tools.1.read.count else { continue }
+                    folder.put(BlobFolder.name(ids: slotIDs(b), pageSize: pageSize), Array(tools.1.read[lo..<hi]))
+                }
+            }
         }
         if let want, wanted == nil {
             throw StoreError(.other, location: fetcher.repository.location, message: "damaged index: page \(want.hex.prefix(12)) is not in the blob it names")
         }
         return wanted
+    }
+
+    /// The ids of a blob's slots, as the index names them.
+    private func slotIDs(_ blob: UInt32) -> [PageID?] { (0..<map.pageCount(ofBlob: blob)).map { map.id(ofBlob: blob, slot: $0) } }
+
+    /// Hands each page of blob `b` to `keep` from the cache folder, when it
+    /// holds the blob and every page it gives matches its id; a file that
+    /// does not (corrupted, swapped, cut short) is dropped, and false says
+    /// the blob must be fetched.
+    private func served(_ b: UInt32, from folder: BlobFolder, tools: (ZstdDecompressor, RepoRestore.Buffers),
+                        _ keep: (PageID, UnsafeRawBufferPointer) -> Void) -> Bool {
+        let ids = slotIDs(b)
+        let name = BlobFolder.name(ids: ids, pageSize: pageSize)
+        let length = Int(map.index.blobs[Int(b)].length)
+        guard let bytes = folder.get(name, length: length) else { return false }
+        do {
+            try bytes.withUnsafeBytes { raw in
+                try fetcher.repository.pages(fromBlob: raw, pages: ids.count, pageSize: pageSize, ids: ids, decompressor: tools.0,
+                                             what: folder.path(name), into: &tools.1.pages)
+            }
+        } catch {
+            folder.drop(name)
+            return false
+        }
+        tools.1.pages.withUnsafeBytes { all in
+            for (slot, id) in ids.enumerated() {
+                guard let id else { continue }
+                keep(id, UnsafeRawBufferPointer(rebasing: all[slot * pageSize..<(slot + 1) * pageSize]))
+            }
+        }
+        return true
     }
 }
 

@@ -107,6 +107,17 @@ public enum PageVFS {
 
     public static func unbind(_ name: String) {
         names.withLock { _ = $0.removeValue(forKey: name) }
+        failures.withLock { _ = $0.removeValue(forKey: name) }
+    }
+
+    static let failures = Locked<[String: String]>([:])
+
+    /// Makes `name` fail to open wherever a database path is taken, with
+    /// `message` (why its moment could not be opened), until `unbind(name)`:
+    /// a command over several databases reports it in its turn, as it does
+    /// a missing file, and goes on with the others.
+    public static func bind(failure message: String, as name: String) {
+        failures.withLock { $0[name] = message }
     }
 
     /// The source `path` is bound to, nil when it names none.
@@ -119,6 +130,7 @@ public enum PageVFS {
     /// asked of it.
     static func requireSource(named path: String, writing: Bool = false) throws -> Registration {
         guard let registration = source(named: path) else {
+            if let failure = failures.withLock({ $0[path] }) { throw DatabaseError(code: .cantopen, message: failure, path: path) }
             throw DatabaseError(code: .cantopen,
                                 message: "a moment of a repository that was not opened (give the repository: --repo URL or --config FILE; a local file of this name is ./\(path))",
                                 path: path)

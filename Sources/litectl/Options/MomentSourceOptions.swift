@@ -18,6 +18,9 @@ struct MomentSourceOptions: ParsableArguments {
             transform: SizeArgument.parse)
     var cacheSize: SizeArgument?
 
+    @Option(help: ArgumentHelp("With a moment: keep the blobs it fetches in this folder across runs (made if missing, but not its parents; at most 1G, least recently used removed first; safe to delete at any time; each blob checked against its page ids whenever it is read).", valueName: "dir"))
+    var cacheDir: String?
+
     func validate() throws {
         if config != nil && repository.repo != nil { throw ValidationError("Give --repo or --config, not both.") }
     }
@@ -25,7 +28,7 @@ struct MomentSourceOptions: ParsableArguments {
     /// The options given that only a moment uses.
     var given: [String] {
         (repository.repo != nil ? ["--repo"] : []) + repository.repositoryOnlyGiven + (config != nil ? ["--config"] : [])
-            + (cacheSize != nil ? ["--cache-size"] : [])
+            + (cacheSize != nil ? ["--cache-size"] : []) + (cacheDir != nil ? ["--cache-dir"] : [])
     }
 
     /// Opens every moment reference among `paths` (each text once) from the
@@ -33,9 +36,15 @@ struct MomentSourceOptions: ParsableArguments {
     /// that the core opens it wherever it takes that path. Prints one line
     /// and exits 64 for a reference that does not read, or for no
     /// repository; 2 when a moment cannot be opened (an unknown database, a
-    /// time before its first state or after now). With no moment among
-    /// `paths`, refuses the options that only a moment uses (64).
-    func open(_ paths: [String?], quiet: Bool = false) throws -> OpenMoments {
+    /// time before its first state or after now). With `eachOnItsOwn` (a
+    /// command that reads several databases one after another: info, check,
+    /// hash), a moment that cannot be opened is instead bound as a failure:
+    /// the command reports it in its turn, as it does a missing file, and
+    /// goes on with the others. A note the choice of a moment's state gave
+    /// (its chain's segments gone: the newest snapshot read instead, as
+    /// restore says it) is printed once on stderr, not under `quiet`. With
+    /// no moment among `paths`, refuses the options that only a moment uses (64).
+    func open(_ paths: [String?], quiet: Bool = false, eachOnItsOwn: Bool = false) throws -> OpenMoments {
         var references: [MomentReference] = []
         do {
             for path in paths.compactMap({ $0 }) {
@@ -66,11 +75,22 @@ struct MomentSourceOptions: ParsableArguments {
         }
         var options = LitectlCore.MomentOptions()
         if let cacheSize { options.cacheBytes = Int(clamping: cacheSize.bytes) }
+        options.cacheFolder = cacheDir
         do {
             let repo = try RepoOptions.open(location, quiet: quiet)
             let now = Date().timeIntervalSince1970
-            let moments = try references.map { try Moment.open($0, repository: repo, options: options, now: now) }
-            return OpenMoments(moments, options: options)
+            var moments: [Moment] = [], failures: [(String, String)] = []
+            for reference in references {
+                do {
+                    moments.append(try Moment.open(reference, repository: repo, options: options, now: now))
+                } catch let error as MomentError where eachOnItsOwn {
+                    failures.append((reference.text, error.message))
+                }
+            }
+            if !quiet {
+                for moment in moments { for note in moment.notes { printError("warning: \(moment.reference.text): \(note)") } }
+            }
+            return OpenMoments(moments, failures: failures, options: options)
         } catch let error as ValidationErrorText {
             printError(error.description)
             throw ExitCode(64)
@@ -85,12 +105,16 @@ struct MomentSourceOptions: ParsableArguments {
 /// this lives (unbound when it goes).
 final class OpenMoments {
     private(set) var moments: [Moment]
+    /// References that could not be opened (each bound as a failure), with why.
+    let failures: [(String, String)]
     let options: LitectlCore.MomentOptions
 
-    init(_ moments: [Moment], options: LitectlCore.MomentOptions) {
+    init(_ moments: [Moment], failures: [(String, String)] = [], options: LitectlCore.MomentOptions) {
         self.moments = moments
+        self.failures = failures
         self.options = options
         for moment in moments { PageVFS.bind(moment.registration, as: moment.reference.text) }
+        for (reference, message) in failures { PageVFS.bind(failure: message, as: reference) }
     }
 
     var isEmpty: Bool { moments.isEmpty }
@@ -108,7 +132,21 @@ final class OpenMoments {
         return moved
     }
 
-    deinit { for moment in moments { PageVFS.unbind(moment.reference.text) } }
+    /// Opens every moment again with the repository's index read anew
+    /// (`Moment.reloaded`: after a prune moved the blobs a page map names);
+    /// a moment at latest moves to the newest state.
+    func reload() throws {
+        for (i, moment) in moments.enumerated() {
+            let again = try moment.reloaded()
+            moments[i] = again
+            PageVFS.bind(again.registration, as: again.reference.text)
+        }
+    }
+
+    deinit {
+        for moment in moments { PageVFS.unbind(moment.reference.text) }
+        for (reference, _) in failures { PageVFS.unbind(reference) }
+    }
 }
 
 /// A writer's refusal of a moment as what it writes (or reads as a file):

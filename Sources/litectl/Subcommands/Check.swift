@@ -177,7 +177,7 @@ struct Check: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
-        let opened = try moments.open(databases, quiet: voice.quiet)
+        let opened = try moments.open(databases, quiet: voice.quiet, eachOnItsOwn: true)
         defer { withExtendedLifetime(opened) {} }
         let started = Date().timeIntervalSince1970
         var options = CheckOptions()

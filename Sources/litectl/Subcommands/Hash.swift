@@ -60,7 +60,7 @@ struct Hash: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
-        let opened = try moments.open(databases, quiet: voice.quiet)
+        let opened = try moments.open(databases, quiet: voice.quiet, eachOnItsOwn: true)
         defer { withExtendedLifetime(opened) {} }
         var options = ContentHashOptions()
         options.tables = tables

@@ -41,7 +41,7 @@ struct Info: ParsableCommand {
 
     func run() throws {
         noteHotJournals(voice)
-        let opened = try moments.open(databases, quiet: voice.quiet)
+        let opened = try moments.open(databases, quiet: voice.quiet, eachOnItsOwn: true)
         defer { withExtendedLifetime(opened) {} }
         var failed = false
         for (i, path) in databases.enumerated() {

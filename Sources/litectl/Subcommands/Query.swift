@@ -71,8 +71,13 @@ struct Query: ParsableCommand {
             docs/moments.md), read-only: `litectl query app.db --attach old=repo:app.db@-1h \
             'SELECT ...'` joins the file with its state an hour ago. --follow runs the SQL \
             again each time a moment at latest gets a newer state (looked for every \
-            --interval, default 1s), printing each result in full (a blank line between \
-            table results), until --count results or an interrupt.
+            --interval, default 1s), or, with --every N, every N whether or not one \
+            arrived (a watch: moments at latest move to their newest state first, local \
+            files are read as they are then; no moment is needed), printing each result \
+            in full once it is complete (a blank line between table results), until \
+            --count results or an interrupt. A run that fails because the repository \
+            changed under it (a prune moved the pages) reads its index again and runs \
+            once more.
 
             Exit status: 0 success; 1 with --each when any file failed; 2 an error \
             (a missing file, an SQL error, a refused write); 64 a usage error.
@@ -117,6 +122,10 @@ struct Query: ParsableCommand {
             transform: DurationArgument.parse)
     var interval: DurationArgument?
 
+    @Option(help: ArgumentHelp("With --follow: run the SQL every DURATION (start to start), whether or not a newer state arrived, instead of when one does.", valueName: "duration"),
+            transform: DurationArgument.parse)
+    var every: DurationArgument?
+
     @Option(help: ArgumentHelp("With --follow: stop after this many results (default: until interrupted).", valueName: "n"))
     var count: Int?
 
@@ -152,7 +161,9 @@ struct Query: ParsableCommand {
             throw ValidationError("-j/--jobs only applies with --each.")
         }
         if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be 1 or more.") }
-        if !follow && (interval != nil || count != nil) { throw ValidationError("--interval and --count apply with --follow.") }
+        if !follow && (interval != nil || count != nil || every != nil) { throw ValidationError("--interval, --every and --count apply with --follow.") }
+        if interval != nil && every != nil { throw ValidationError("Give --interval (run when a newer state arrives) or --every (run every DURATION), not both.") }
+        if let every, every.seconds <= 0 { throw ValidationError("--every must be more than 0.") }
         if let count, count < 1 { throw ValidationError("--count must be 1 or more.") }
         if let interval, interval.seconds <= 0 { throw ValidationError("--interval must be more than 0.") }
         if follow && (write || !eachPatterns.isEmpty) { throw ValidationError("--follow reads moments: it cannot be combined with --write or --each.") }
@@ -171,8 +182,8 @@ struct Query: ParsableCommand {
         if write { try refuseMoments([roles.database], as: "opened with --write") }
         let opened = try moments.open([roles.database] + attachedPaths, quiet: output.voice.quiet)
         defer { withExtendedLifetime(opened) {} }
-        if follow && !opened.moments.contains(where: { $0.reference.when == "latest" }) {
-            printError("--follow needs a moment at latest (repo:NAME@latest) as DB or with --attach")
+        if follow && every == nil && !opened.moments.contains(where: { $0.reference.when == "latest" }) {
+            printError("--follow needs a moment at latest (repo:NAME@latest) as DB or with --attach (or --every N, to run every N)")
             throw ExitCode(64)
         }
         let sink = FileDescriptorSink()
@@ -183,14 +194,28 @@ struct Query: ParsableCommand {
                 try runEach(sql: sql, parameters: parameters, sink: sink)
                 return
             }
+            guard follow else { return try runOnce(sql: sql, parameters: parameters, sink: sink, first: true) }
             var results = 0
             while true {
-                try runOnce(sql: sql, parameters: parameters, sink: sink, first: results == 0)
+                let started = ProcessInfo.processInfo.systemUptime
+                // Each result is printed once complete: a run tried again
+                // (`again`) never prints a part twice.
+                let result = MemorySink()
+                try again(opened) { try runOnce(sql: sql, parameters: parameters, sink: result, first: results == 0) }
+                sink.write(result.bytes)
+                try sink.flush()
                 results += 1
-                guard follow, results < count ?? Int.max else { break }
-                // The next result once a moment at latest has a newer state.
-                while try !opened.refresh() {
-                    Thread.sleep(forTimeInterval: interval?.seconds ?? 1)
+                guard results < count ?? Int.max else { break }
+                if let every {
+                    // The next run every DURATION from the start of this one, on the newest states.
+                    let rest = every.seconds - (ProcessInfo.processInfo.systemUptime - started)
+                    if rest > 0 { Thread.sleep(forTimeInterval: rest) }
+                    _ = try again(opened) { try opened.refresh() }
+                } else {
+                    // The next result once a moment at latest has a newer state.
+                    while try !again(opened, { try opened.refresh() }) {
+                        Thread.sleep(forTimeInterval: interval?.seconds ?? 1)
+                    }
                 }
             }
         } catch let exit as ExitCode {
@@ -207,44 +232,55 @@ struct Query: ParsableCommand {
         }
     }
 
+    /// Runs `body` of --follow; when it fails (not for a usage error), the
+    /// moments are opened again with the repository's index read anew (a
+    /// prune since the last run moved the pages they name) and `body` runs
+    /// once more: its error, then, is the run's.
+    private func again<T>(_ opened: OpenMoments, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error where opened.isEmpty || error is ExitCode || error is FanOutQuery.SeveralResults {
+            throw error
+        } catch {
+            try opened.reload()
+            return try body()
+        }
+    }
+
     /// Runs the SQL once on a new session and prints its results; `first`
     /// is false for the next runs of --follow (a blank line before a table).
-    private func runOnce(sql: String, parameters: QueryParameters, sink: FileDescriptorSink, first: Bool) throws {
-        do {
-            let session = try AttachedSession(mainPath: roles.database, writable: write, busyTimeout: database.busyTimeout)
-            for spec in attachments {
-                let (alias, path) = split(spec)
-                try session.attach(path, as: alias)
-            }
-            if let warning = try session.walAtomicityWarning() { printError(warning) }
-            let writer = output.makeWriter(sink: sink)
-            // csv and tsv hold one table: a script that gives several results is refused,
-            // before anything runs when preparing the statements tells (most scripts).
-            let oneResult = Self.holdsOneResult(writer.format) && !output.voice.quiet
-            if oneResult, case let count = session.resultCountBeforeRunning(sql), count > 1 {
-                throw FanOutQuery.SeveralResults(count: count, statementSQL: nil)
-            }
-            // json is one document: with several statements, an array of the
-            // arrays of those that return columns; one statement, its array.
-            let document = writer.format == .json && !output.voice.quiet
-            let several = document && SQLScript.statementCount(sql) > 1
-            if several { sink.write(Array("[".utf8)) }
-            var results = 0
-            try session.run(sql, parameters: parameters) { result in
-                // A statement that could not be prepared before the first ran (it needs a
-                // table the script makes): refused before it is stepped.
-                if oneResult && results > 0 { throw FanOutQuery.SeveralResults(count: results + 1, statementSQL: result.sql) }
-                // People read table and markdown: a blank line between results.
-                if results > 0 || !first, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
-                if results > 0 && several { sink.write(Array(",".utf8)) }
-                results += 1
-                writer.begin(columns: result.columns)
-                defer { writer.finish() }
-                try result.forEachRow { writer.write($0) }
-            }
-            if several { sink.write(Array("]\n".utf8)) } else if document && results == 0 { sink.write(Array("[]\n".utf8)) }
-            try sink.flush()
+    private func runOnce(sql: String, parameters: QueryParameters, sink: ByteSink, first: Bool) throws {
+        let session = try AttachedSession(mainPath: roles.database, writable: write, busyTimeout: database.busyTimeout)
+        for spec in attachments {
+            let (alias, path) = split(spec)
+            try session.attach(path, as: alias)
         }
+        if let warning = try session.walAtomicityWarning() { printError(warning) }
+        let writer = output.makeWriter(sink: sink)
+        // csv and tsv hold one table: a script that gives several results is refused,
+        // before anything runs when preparing the statements tells (most scripts).
+        let oneResult = Self.holdsOneResult(writer.format) && !output.voice.quiet
+        if oneResult, case let count = session.resultCountBeforeRunning(sql), count > 1 {
+            throw FanOutQuery.SeveralResults(count: count, statementSQL: nil)
+        }
+        // json is one document: with several statements, an array of the
+        // arrays of those that return columns; one statement, its array.
+        let document = writer.format == .json && !output.voice.quiet
+        let several = document && SQLScript.statementCount(sql) > 1
+        if several { sink.write(Array("[".utf8)) }
+        var results = 0
+        try session.run(sql, parameters: parameters) { result in
+            // A statement that could not be prepared before the first ran (it needs a
+            // table the script makes): refused before it is stepped.
+            if oneResult && results > 0 { throw FanOutQuery.SeveralResults(count: results + 1, statementSQL: result.sql) }
+            // People read table and markdown: a blank line between results.
+            if results > 0 || !first, [.table, .markdown].contains(writer.format) { sink.write([0x0A]) }
+            if results > 0 && several { sink.write(Array(",".utf8)) }
+            results += 1
+            writer.begin(columns: result.columns)
+            defer { writer.finish() }
+            try result.forEachRow { writer.write($0) }
+        }
+        if several { sink.write(Array("]\n".utf8)) } else if document && results == 0 { sink.write(Array("[]\n".utf8)) }
+        try sink.flush()
     }
 
     private func runEach(sql: String, parameters: QueryParameters, sink: FileDescriptorSink) throws {

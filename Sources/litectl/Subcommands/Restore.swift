@@ -135,6 +135,7 @@ struct Restore: ParsableCommand {
     }
 
     func run() throws {
+        try refuseMomentAsBackup()
         try refuseMoments([target], as: "restored into")
         Interruption.install(naming: target)
         // A restore at boot: an existing TARGET is the application's own data.
@@ -255,5 +256,31 @@ struct Restore: ParsableCommand {
             bar.clear()
             throw fail(error)
         }
+    }
+
+    /// A moment given as BACKUP (`restore repo:app.db@-1h out.db`): a usage
+    /// error, one line saying how a moment is restored (exit 64). A local
+    /// file so named is reached as ./repo:...
+    private func refuseMomentAsBackup() throws {
+        guard backup.utf8.starts(with: MomentReference.prefix.utf8) else { return }
+        let how: String
+        if let reference = try? MomentReference.parse(backup), let point = try? PointInTime.parse(reference.when) {
+            let db = Self.shellWord(reference.database), out = Self.shellWord(target)
+            switch point {
+            case .latest: how = "litectl restore --repo URL latest --db \(db) \(out)"
+            case .snapshot(let id): how = "litectl restore --repo URL \(id) \(out)"
+            case .time: how = "litectl restore --repo URL latest --db \(db) --at \(Self.shellWord(reference.when)) \(out)"
+            }
+        } else {
+            how = "litectl restore --repo URL latest --db NAME --at WHEN \(Self.shellWord(target))"
+        }
+        printError("\(backup): a moment of a repository is not a backup to restore from; restore it with \(how) (a local file so named is ./\(backup))")
+        throw ExitCode(64)
+    }
+
+    /// `word` as a shell reads it back: bare when plain, else in single quotes.
+    private static func shellWord(_ word: String) -> String {
+        let plain = !word.isEmpty && word.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || "-_./:+@,=".utf8.contains($0) }
+        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
