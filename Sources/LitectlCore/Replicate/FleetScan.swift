@@ -146,24 +146,25 @@ extension FleetScan {
     /// each descriptor SQLite holds (the database file's, the -wal's) is
     /// asked where it is: the kernel's own name for it (/proc/self/fd) must
     /// be the path found (whose folder is the tree's resolved path, so it
-    /// holds no link), and the database file's device and inode the scan's.
-    static func openedElsewhere(_ marks: ReadMarks, path: String, identity: (device: UInt64, inode: UInt64)) -> String? {
+    /// holds no link), and the database file's device and inode the scan's
+    /// (`replaced` when only those differ: another file under the name).
+    static func openedElsewhere(_ marks: ReadMarks, path: String, identity: (device: UInt64, inode: UInt64)) -> (why: String, replaced: Bool)? {
         for connection in marks.connections {
             var pointer: UnsafeMutableRawPointer?
             guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
                   let file = pointer?.assumingMemoryBound(to: sqlite3_file.self), let fd = descriptor(file) else {
-                return "SQLite's file handle cannot be checked (not its unix VFS)"
+                return ("SQLite's file handle cannot be checked (not its unix VFS)", false)
             }
+            guard let name = kernelName(fd), name == path else { return ("the file opened is elsewhere (a folder of the path is a symbolic link)", false) }
             var info = stat()
             guard fstat(fd, &info) == 0, UInt64(info.st_dev) == identity.device, UInt64(info.st_ino) == identity.inode else {
-                return "the file opened is not the one found (another file, or a folder swapped for a symbolic link)"
+                return ("another file under its name", true)
             }
-            guard let name = kernelName(fd), name == path else { return "the file opened is elsewhere (a folder of the path is a symbolic link)" }
             var wal: UnsafeMutableRawPointer?
             if sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK,
                let walFile = wal?.assumingMemoryBound(to: sqlite3_file.self), walFile.pointee.pMethods != nil {
                 guard let walFD = descriptor(walFile), let walName = kernelName(walFD), walName == path + "-wal" else {
-                    return "the -wal opened is elsewhere (a folder of the path is a symbolic link)"
+                    return ("the -wal opened is elsewhere (a folder of the path is a symbolic link)", false)
                 }
             }
         }

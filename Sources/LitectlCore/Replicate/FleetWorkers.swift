@@ -56,6 +56,8 @@ extension Fleet {
                     e.listed = (base, base)
                     e.session = nil
                 }
+            case .replaced:
+                drop(e, replaced: true)
             case .busy:
                 e.dirty = true
                 e.retryAt = Clock.now() + 0.1
@@ -71,7 +73,8 @@ extension Fleet {
         }
     }
 
-    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry }
+    /// `replaced`: the file under the name is not the one found (the watcher would see it within 5 s).
+    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry, replaced }
 
     /// One slice of a database: its commits since the last state recorded
     /// and shipped (with `settle`, the period's segments gathered too).
@@ -81,8 +84,9 @@ extension Fleet {
         do {
             marks = try ReadMarks(path: e.source)
             do {
-                if let why = FleetScan.openedElsewhere(marks, path: e.source, identity: identity) {
-                    throw DatabaseError(code: .cantopen, message: "not followed: \(why); looked at again later", path: e.source)
+                if let found = FleetScan.openedElsewhere(marks, path: e.source, identity: identity) {
+                    if found.replaced { marks.close(); return .replaced }
+                    throw DatabaseError(code: .cantopen, message: "not followed: \(found.why); looked at again later", path: e.source)
                 }
                 pageSize = try marks.pageSize()
             } catch { marks.close(); throw error }
