@@ -58,6 +58,9 @@ final class ChainWriter {
     /// (replicate --dir) The repository's record of this database, from one
     /// listing for the whole folder (not one per database).
     var listed: (chainBase: Snapshot?, newest: Snapshot?)?
+    /// (replicate --dir) The fleet's shared lock and the batch its new
+    /// chains' pages go into (FleetLock.swift, Repository/SharedPackBatch.swift).
+    var fleet: (lock: FleetLock, batch: SharedPackBatch)?
 
     /// The newest chain base of this database on this host, and the newest
     /// of its snapshots (the parent of a new chain).
@@ -94,13 +97,27 @@ final class ChainWriter {
     func newChain(pageCount: UInt32, observed: UInt64, position at: WALPosition, parent: Snapshot?,
                   page: (UInt32) throws -> [UInt8]) throws {
         let started = Clock.now()
-        let lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: options.lockTimeout)
-        defer { lock.release() }
-        let stored = try repository.storePages(pageCount: pageCount, pageSize: pageSize, lock: lock, alone: listed != nil) { p in
+        func pageRead(_ p: UInt32) throws -> [UInt8] {
             let bytes = try page(p)
             if p == 1 { header = Array(bytes.prefix(100)) }
             return bytes
         }
+        let stored: Repository.StoredPages
+        if let fleet {
+            try fleet.lock.enter(timeout: options.lockTimeout)
+            defer { fleet.lock.leave() }
+            stored = try repository.storePages(pageCount: pageCount, pageSize: pageSize, batch: fleet.batch, page: pageRead)
+            try finishChain(stored, observed: observed, position: at, parent: parent, started: started)
+            return
+        }
+        let lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: options.lockTimeout)
+        defer { lock.release() }
+        stored = try repository.storePages(pageCount: pageCount, pageSize: pageSize, lock: lock, alone: listed != nil, page: pageRead)
+        try finishChain(stored, observed: observed, position: at, parent: parent, started: started)
+    }
+
+    /// The base's list and snapshot, once its pages are durable (under the lock still).
+    private func finishChain(_ stored: Repository.StoredPages, observed: UInt64, position at: WALPosition, parent: Snapshot?, started: Double) throws {
         ids = stored.ids
         // The list: a delta on the parent's full list when small.
         var full: (id: PageID, ids: [PageID])?

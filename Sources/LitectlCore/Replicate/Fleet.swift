@@ -73,6 +73,8 @@ final class FleetSession {
     let shipper: Shipper
     let chain: ChainWriter
     let resyncing = Locked(false)
+    /// Where the follower's last checkpoint gave up (WALLoop.checkpointGaveUp), kept between slices.
+    var checkpointGaveUp: WALPosition?
 
     init(pageSize: Int, shipper: Shipper, chain: (Locked<Bool>) -> ChainWriter) {
         self.pageSize = pageSize; self.shipper = shipper
@@ -111,11 +113,20 @@ final class Fleet: @unchecked Sendable {
     var foldAsked = -Double.infinity
     /// Databases dropped while a slice of theirs was under way.
     var leaving = Set<String>()
+    /// The repository's shared lock, held for every database's units (FleetLock.swift).
+    let fleetLock: FleetLock
+    /// The shared packs of new chains' pages (Repository/SharedPackBatch.swift).
+    let startBatch: SharedPackBatch
+    /// The index objects listed, and when (monotonic): none names a pack of
+    /// a database's session made after that listing (nil: each lists them).
+    let indexListing = Locked<(keys: Set<ObjectKey>?, at: Double)>((nil, -Double.infinity))
 
     init(settings: FleetSettings, repository: Repository, options: ReplicateOptions, events: @escaping @Sendable (ReplicateEvent) -> Void) {
         self.settings = settings
         root = FilePaths.resolved(settings.folder)
         self.repository = repository; self.options = options; self.events = events
+        fleetLock = FleetLock(repository: repository)
+        startBatch = SharedPackBatch(repository: repository)
     }
 
     func stop() {
@@ -153,6 +164,7 @@ final class Fleet: @unchecked Sendable {
             if r.newest.map({ $0.time < snapshot.time }) ?? true { r.newest = snapshot }
             record[snapshot.path] = r
         }
+        defer { fleetLock.release() }
         let scan = FleetScan(root: root, glob: settings.glob) { [events, root] in events(.note(database: root, message: $0, verbose: true)) }
         let first = scan.scan(known: { _ in false }) ?? []
         lock.lock()
@@ -162,6 +174,7 @@ final class Fleet: @unchecked Sendable {
 
         let keeper = NamedThread("litectl-lease") { [self] in
             while !isStopping && lease.lost == nil {
+                fleetLock.tend()
                 do { try lease.renew() } catch is FollowerLeaseLost {
                     break
                 } catch {
@@ -229,19 +242,46 @@ final class Fleet: @unchecked Sendable {
 
     // MARK: The watcher
 
-    /// Looks at every -wal twice an interval; every `rescanEvery` at every
-    /// database file (gone, replaced), and with --watch reads the tree again.
+    /// What the watcher compares a database's files with, taken under the lock.
+    struct Look {
+        var entry: FleetEntry
+        var wal: FileStamp?
+        var db: FileStamp?
+        var identity: (device: UInt64, inode: UInt64)
+        var racy: Bool
+        var slices: Int
+    }
+
+    /// Looks at every -wal twice an interval, and at those of databases that
+    /// changed in the last `settleAfter` seconds ten times an interval (their
+    /// next commit is taken up within a tenth of an interval of the slice
+    /// they are due, not half an interval after); every `rescanEvery` at
+    /// every database file (gone, replaced), and with --watch reads the tree again.
     func watch(_ scan: FleetScan) {
-        var lastRescan = Clock.now()
-        let tick = max(0.05, options.interval / 2)
+        var lastRescan = Clock.now(), lastFull = -Double.infinity
+        let tick = max(0.05, options.interval / 10), fullTick = max(0.05, options.interval / 2)
+        let settleAfter = max(10, options.interval * 10)
+        // The databases looked at between full rounds (those that changed
+        // lately, or have work pending), chosen again at each full round: a
+        // quick round costs nothing per idle database.
+        var hot: [FleetEntry] = []
         while true {
             let started = Clock.now()
+            let full = started - lastFull >= fullTick * 0.95
+            if full { lastFull = started }
+            // (The entries' fields are read under the lock: a worker writes them.)
             lock.lock()
-            let round = order
+            if full {
+                hot = order.filter { $0.busy || $0.dirty || $0.racy || !$0.settled || started - $0.lastChange < settleAfter || $0.retryAt > started }
+            }
+            let round = (full ? order : hot).compactMap { e -> Look? in
+                guard !e.busy && !e.gone else { return nil }
+                return Look(entry: e, wal: e.walStamp, db: e.dbStamp, identity: e.identity, racy: e.racy, slices: e.slices)
+            }
             let stop = stopping
             lock.unlock()
             if stop { break }
-            let checkFiles = started - lastRescan >= Self.rescanEvery
+            let checkFiles = full && started - lastRescan >= Self.rescanEvery
             var found: Set<String>?
             if checkFiles {
                 lastRescan = started
@@ -253,17 +293,18 @@ final class Fleet: @unchecked Sendable {
             let wall = Clock.wall()
             var changed: [(FleetEntry, FileStamp?, FileStamp?, Int)] = []
             var gone: [FleetEntry] = []
-            for e in round where !e.busy {
+            for look in round {
+                let e = look.entry
                 // The -wal (commits), and the database file (a commit the
                 // application's last connection checkpointed, and whose -wal
                 // it removed, between two looks).
                 let stamp = FileStamp(lstatOf: e.source + "-wal")
                 let db = FileStamp(lstatOf: e.source)
-                if checkFiles {
+                if checkFiles && full {
                     if db == nil { gone.append(e); continue }
-                    if let db, db.inode != e.identity.inode || db.device != e.identity.device { gone.append(e); continue }
+                    if let db, db.inode != look.identity.inode || db.device != look.identity.device { gone.append(e); continue }
                 }
-                if stamp != e.walStamp || db != e.dbStamp || e.racy { changed.append((e, stamp, db, e.slices)) }
+                if stamp != look.wal || db != look.db || look.racy { changed.append((e, stamp, db, look.slices)) }
             }
             lock.lock()
             let now = Clock.now()
@@ -282,8 +323,13 @@ final class Fleet: @unchecked Sendable {
             if let found {
                 for path in found.sorted() where entries[path] == nil { add(path, announce: true) }
             }
-            let settleAfter = max(10, options.interval * 10)
-            for e in order where !e.busy && !e.gone && now >= e.retryAt {
+            // Those whose change waits (or whose slice runs), to tell a stall (FollowerWatch).
+            var pending: [(FleetEntry, Bool)] = []
+            let candidates = full ? order : hot
+            for e in candidates where !e.gone && (e.dirty || e.busy || now - e.lastChange < 5 * options.interval || (full && e.status.watch.stalled)) {
+                pending.append((e, !e.dirty && !e.busy))
+            }
+            for e in candidates where !e.busy && !e.gone && now >= e.retryAt {
                 if e.dirty && now - e.lastSlice >= options.interval * 0.9 {
                     enqueue(e)
                 } else if !e.dirty && !e.settled && now - e.lastChange >= settleAfter {
@@ -292,6 +338,7 @@ final class Fleet: @unchecked Sendable {
                 }
             }
             lock.unlock()
+            for (e, idle) in pending { lookForStall(e, caughtUp: idle && e.status.lag == 0) }
             let spent = Clock.now() - started
             sleep(while: max(0.01, tick - spent))
         }

@@ -6,6 +6,7 @@
 // bytes (non-blocking, no symlink), and a file found not to be a database is
 // not read again until its size, time or inode change. Part of the
 // replicate capability.
+import CSQLite
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -133,5 +134,61 @@ final class FleetScan {
         guard n == 20, Array(header[0..<16]) == Array("SQLite format 3\0".utf8) else { return "not an SQLite database" }
         guard header[18] == 2 && header[19] == 2 else { return "an SQLite database not in WAL mode (switch it with PRAGMA journal_mode=wal)" }
         return nil
+    }
+}
+
+extension FleetScan {
+    /// Why the files `marks` opened are not the database `path` found by the
+    /// scan (`identity`: its device and inode then), or nil when they are.
+    /// The scan never follows a symbolic link, but SQLite opens by path: a
+    /// folder of the tree swapped for a link to another folder between the
+    /// scan and a slice would have it read a database outside the tree. So
+    /// each descriptor SQLite holds (the database file's, the -wal's) is
+    /// asked where it is: the kernel's own name for it (/proc/self/fd) must
+    /// be the path found (whose folder is the tree's resolved path, so it
+    /// holds no link), and the database file's device and inode the scan's
+    /// (`replaced` when only those differ: another file under the name).
+    static func openedElsewhere(_ marks: ReadMarks, path: String, identity: (device: UInt64, inode: UInt64)) -> (why: String, replaced: Bool)? {
+        for connection in marks.connections {
+            var pointer: UnsafeMutableRawPointer?
+            guard sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer) == SQLITE_OK,
+                  let file = pointer?.assumingMemoryBound(to: sqlite3_file.self), let fd = descriptor(file) else {
+                return ("SQLite's file handle cannot be checked (not its unix VFS)", false)
+            }
+            guard let name = kernelName(fd), name == path else { return ("the file opened is elsewhere (a folder of the path is a symbolic link)", false) }
+            var info = stat()
+            guard fstat(fd, &info) == 0, UInt64(info.st_dev) == identity.device, UInt64(info.st_ino) == identity.inode else {
+                return ("another file under its name", true)
+            }
+            var wal: UnsafeMutableRawPointer?
+            if sqlite3_file_control(connection.rawHandle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK,
+               let walFile = wal?.assumingMemoryBound(to: sqlite3_file.self), walFile.pointee.pMethods != nil {
+                guard let walFD = descriptor(walFile), let walName = kernelName(walFD), walName == path + "-wal" else {
+                    return ("the -wal opened is elsewhere (a folder of the path is a symbolic link)", false)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// The descriptor of a file SQLite's unix VFS opened: its `unixFile`
+    /// begins with three pointers (methods, VFS, inode) and then the
+    /// descriptor, as sqlite3.c has laid it out since 3.7. nil when the
+    /// file's VFS is not a unix one.
+    static func descriptor(_ file: UnsafeMutablePointer<sqlite3_file>) -> Int32? {
+        let raw = UnsafeRawPointer(file)
+        guard let vfs = raw.load(fromByteOffset: MemoryLayout<UnsafeRawPointer>.stride, as: UnsafePointer<sqlite3_vfs>?.self),
+              let name = vfs.pointee.zName, String(cString: name).hasPrefix("unix"),
+              Int(vfs.pointee.szOsFile) >= 3 * MemoryLayout<UnsafeRawPointer>.stride + 4 else { return nil }
+        let fd = raw.load(fromByteOffset: 3 * MemoryLayout<UnsafeRawPointer>.stride, as: Int32.self)
+        return fd >= 0 && fcntl(fd, F_GETFD) != -1 ? fd : nil
+    }
+
+    /// The path the kernel gives an open descriptor (its link in /proc/self/fd).
+    static func kernelName(_ fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, 4096)
+        guard n > 0 && n < 4096 else { return nil }
+        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

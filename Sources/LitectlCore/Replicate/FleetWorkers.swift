@@ -23,7 +23,7 @@ extension Fleet {
             e.settleNext = false
             e.dirty = false
             let fold = e.lastFold < foldAsked
-            let gone = e.gone
+            let gone = e.gone, identity = e.identity
             lock.unlock()
             // The files as the slice began: what the watcher compares with
             // next (a commit after them shows as a change; the slice's own
@@ -31,7 +31,7 @@ extension Fleet {
             // again, do not).
             let walBefore = FileStamp(lstatOf: e.source + "-wal"), dbBefore = FileStamp(lstatOf: e.source)
             let wall = Clock.wall()
-            let outcome: SliceOutcome = gone ? .done(complete: true, recorded: false) : slice(e, settle: settle, foldAsked: fold)
+            let outcome: SliceOutcome = gone ? .done(complete: true, recorded: false) : slice(e, settle: settle, foldAsked: fold, identity: identity)
             let walAfter = FileStamp(lstatOf: e.source + "-wal")
             lock.lock()
             e.walStamp = walBefore
@@ -56,6 +56,8 @@ extension Fleet {
                     e.listed = (base, base)
                     e.session = nil
                 }
+            case .replaced:
+                drop(e, replaced: true)
             case .busy:
                 e.dirty = true
                 e.retryAt = Clock.now() + 0.1
@@ -71,16 +73,23 @@ extension Fleet {
         }
     }
 
-    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry }
+    /// `replaced`: the file under the name is not the one found (the watcher would see it within 5 s).
+    enum SliceOutcome { case done(complete: Bool, recorded: Bool), busy, retry, replaced }
 
     /// One slice of a database: its commits since the last state recorded
     /// and shipped (with `settle`, the period's segments gathered too).
-    func slice(_ e: FleetEntry, settle: Bool, foldAsked: Bool) -> SliceOutcome {
+    func slice(_ e: FleetEntry, settle: Bool, foldAsked: Bool, identity: (device: UInt64, inode: UInt64)) -> SliceOutcome {
         let marks: ReadMarks
         let pageSize: Int
         do {
             marks = try ReadMarks(path: e.source)
-            do { pageSize = try marks.pageSize() } catch { marks.close(); throw error }
+            do {
+                if let found = FleetScan.openedElsewhere(marks, path: e.source, identity: identity) {
+                    if found.replaced { marks.close(); return .replaced }
+                    throw DatabaseError(code: .cantopen, message: "not followed: \(found.why); looked at again later", path: e.source)
+                }
+                pageSize = try marks.pageSize()
+            } catch { marks.close(); throw error }
         } catch {
             if FileStamp(lstatOf: e.source) == nil { return .done(complete: true, recorded: false) }  // gone: the watcher drops it
             report(e, error)
@@ -96,6 +105,8 @@ extension Fleet {
         do {
             let loop = WALLoop(source: e.source, marks: marks, pageSize: pageSize, options: options, control: control, lease: lease,
                                chain: s.chain, shipper: s.shipper, status: e.status, resyncing: s.resyncing, report: events)
+            loop.checkpointGaveUp = s.checkpointGaveUp
+            defer { s.checkpointGaveUp = loop.checkpointGaveUp }
             try loop.catchUp(databaseChanged: databaseChanged)
             let now = Clock.now()
             if s.chain.number > 0 && (foldAsked || (options.foldInterval > 0 && now - e.lastFold >= options.foldInterval)) {
@@ -129,6 +140,27 @@ extension Fleet {
         return .done(complete: true, recorded: recorded)
     }
 
+    /// The index objects for a new session's collector: listed again when
+    /// the listing is a minute old (one listing for every session made
+    /// within a minute, where each listed them; and a gathering reads only
+    /// the index objects written since, not all those since the start).
+    func currentIndexes() -> Set<ObjectKey>? {
+        indexListing.withLock { listing in
+            if Clock.now() - listing.at >= 60 {
+                listing = ((try? repository.indexObjectKeys()).map(Set.init), Clock.now())
+            }
+            return listing.keys
+        }
+    }
+
+    /// Whether `e` makes progress (FollowerWatch: a stall said once, and
+    /// raised as litectl_replicate_stalled), once an interval at most.
+    func lookForStall(_ e: FleetEntry, caughtUp: Bool) {
+        e.status.watch.look(shipped: e.status.statesShipped, caughtUp: caughtUp, wal: e.source + "-wal", interval: options.interval) { [events] message in
+            events(.problem(database: e.source, message: message, retrying: true))
+        }
+    }
+
     func report(_ e: FleetEntry, _ error: any Error) {
         e.status.noteError()
         let message = (error as? DatabaseError)?.description ?? (error as? StoreError)?.description ?? "\(error)"
@@ -137,18 +169,20 @@ extension Fleet {
 
     func makeSession(_ e: FleetEntry, pageSize: Int) -> FleetSession {
         let source = e.source, status = e.status, events = self.events, control = self.control
-        let shipper = Shipper(repository: repository, database: source, lease: lease, limit: DatabaseFollower.queueLimit, shipped: { unit, bytes in
+        let shipper = Shipper(repository: repository, database: source, lease: lease, limit: DatabaseFollower.queueLimit,
+                              fleetLock: fleetLock, indexes: currentIndexes(), shipped: { unit, bytes in
             status.shipped(unit, bytes: bytes)
             events(.shipped(ReplicateEvent.Shipment(database: source, unit: unit, bytes: bytes)))
         }, problem: { message, retrying in
             status.noteError()
             events(.problem(database: source, message: message, retrying: retrying))
         })
-        return FleetSession(pageSize: pageSize, shipper: shipper) { [repository, options] resyncing in
+        return FleetSession(pageSize: pageSize, shipper: shipper) { [repository, options, fleetLock, startBatch] resyncing in
             let chain = ChainWriter(source: source, path: FilePaths.resolved(source), repository: repository, options: options, pageSize: pageSize,
                                     shipper: shipper, status: status, report: events,
                                     mayWait: { !control.stopRequested && resyncing.withLock { $0 } })
             chain.listed = e.listed
+            chain.fleet = (fleetLock, startBatch)
             return chain
         }
     }
@@ -181,6 +215,9 @@ extension WALLoop {
             throw error
         }
         marks.hold(mark)
+        // The follower's own checkpoint, as a single database's follower
+        // makes (--checkpoint-frames, WALCheckpoint.swift): its -wal stays bounded.
+        if checkpointDue(mark) { try checkpoint() }
         try chain.cut()
     }
 }

@@ -28,12 +28,20 @@ final class Shipper: @unchecked Sendable {
 
     /// The database's lease: no unit is written while it is not held.
     let lease: FollowerLease?
+    /// (replicate --dir) The fleet's shared lock, which each unit enters
+    /// rather than take a lock of its own (FleetLock.swift).
+    let fleetLock: FleetLock?
 
+    /// `indexes`: (replicate --dir) the index objects the fleet listed
+    /// before its first pack, which name none of its packs: not listed again for each database.
     init(repository: Repository, database: String, lease: FollowerLease? = nil, limit: Int = 16 << 20,
+         fleetLock: FleetLock? = nil, indexes: Set<ObjectKey>? = nil,
          shipped: @escaping (ShippedUnit, Int64) -> Void, problem: @escaping (String, Bool) -> Void) {
         self.repository = repository; self.database = database; self.lease = lease; self.limit = limit
+        self.fleetLock = fleetLock
         self.shipped = shipped; self.problem = problem
         collector = ReplicaCollector(repository: repository)
+        if let indexes { collector.listed(indexes) }
     }
 
     /// Queues an item. With `mayWait`, waits while the queue is over half as
@@ -131,7 +139,10 @@ final class Shipper: @unchecked Sendable {
         // be, up to its end (its index object must not be written, nor what
         // it replaces removed).
         var abandoned = false
-        defer { lock?.release() }
+        // Inside the fleet's lock (replicate --dir), from a unit's begin to its end.
+        var entered = false
+        func leave() { if entered { entered = false; fleetLock?.leave() } }
+        defer { lock?.release(); leave() }
         while true {
             // The shared lock is kept from unit to unit (each lock is two
             // requests more, and a delete), but let go when, between units,
@@ -143,9 +154,9 @@ final class Shipper: @unchecked Sendable {
                 lock?.release(); lock = nil
                 continue
             }
-            if failed { if case .finish = item { return false }; continue }
+            if failed { leave(); if case .finish = item { return false }; continue }
             if abandoned {
-                if case .end = item { abandoned = false; inUnit = false }
+                if case .end = item { abandoned = false; inUnit = false; leave() }
                 continue
             }
             switch item {
@@ -153,11 +164,18 @@ final class Shipper: @unchecked Sendable {
                 unitBytes = 0
                 inUnit = true
                 if !leaseHeld() { fail(); continue }
-                if lock != nil { continue }
-                if !retrying("\(repository.location): cannot take a shared lock", {
-                    lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
-                    lockTaken = Clock.now()
-                }) { fail(); continue }
+                if let fleetLock {
+                    if !entered {
+                        if !retrying("\(repository.location): cannot take a shared lock", { try fleetLock.enter() }) { fail(); continue }
+                        entered = true
+                    }
+                } else {
+                    if lock != nil { continue }
+                    if !retrying("\(repository.location): cannot take a shared lock", {
+                        lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
+                        lockTaken = Clock.now()
+                    }) { fail(); continue }
+                }
                 // (When they cannot be listed, no pack is ever removed: prune does it.)
                 if !collector.listedIndexes, !retrying("\(repository.location): cannot list index objects", skippingPermanent: true, {
                     try collector.listIndexes()
@@ -198,11 +216,18 @@ final class Shipper: @unchecked Sendable {
                 }) { fail() }
             case .end(let unit):
                 inUnit = false
+                leave()
                 if Clock.now() - lockTaken >= Self.lockHold { lock?.release(); lock = nil }
                 shipped(unit, unitBytes)
             case .tidy:
                 guard collector.hasReplacedPacks else { continue }
                 do {
+                    if let fleetLock {
+                        try fleetLock.enter()
+                        defer { fleetLock.leave() }
+                        try collector.reclaim()
+                        continue
+                    }
                     if lock == nil {
                         lock = try RepoLock(repository, exclusive: false, command: "replicate", timeout: 0)
                         lockTaken = Clock.now()

@@ -51,6 +51,10 @@ final class ReplicaCollector {
         innocentIndexes = Set(try repository.indexObjectKeys())
     }
 
+    /// Takes `keys` as the index objects listed (replicate --dir lists them
+    /// once for every database of the fleet, before the fleet's first pack).
+    func listed(_ keys: Set<ObjectKey>) { innocentIndexes = keys }
+
     /// Whether packs a gathering replaced wait to be removed.
     var hasReplacedPacks: Bool { !replacedPacks.isEmpty }
 
