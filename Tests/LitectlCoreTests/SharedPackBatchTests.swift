@@ -11,11 +11,12 @@ import XCTest
 import TestSupport
 
 final class SharedPackBatchTests: XCTestCase {
-    let pageSize = 4096
+    static let pageSize = 4096
+    var pageSize: Int { Self.pageSize }
 
     /// Page `p` of database `db`: the first 10 pages the same in every
     /// database, the others its own (half random, half a repeated pattern).
-    func page(_ db: Int, _ p: UInt32) -> [UInt8] {
+    static func page(_ db: Int, _ p: UInt32) -> [UInt8] {
         var rng = SplitMix(seed: p <= 10 ? UInt64(p) : UInt64(db) << 32 | UInt64(p))
         return (0..<pageSize).map { i in i < pageSize / 2 ? UInt8(truncatingIfNeeded: rng.next()) : UInt8(truncatingIfNeeded: i / 64) }
     }
@@ -42,10 +43,10 @@ final class SharedPackBatchTests: XCTestCase {
         let folder = try TemporaryFolder("shared-pack-batch")
         let (repository, store) = try makeRepository(folder)
         let batch = SharedPackBatch(repository: repository, window: 0.3)
-        let count = 6, pages: UInt32 = 300
+        let count = 6, pages: UInt32 = 300, pageSize = Self.pageSize
         let results = Locked([Int: Repository.StoredPages]())
         DispatchQueue.concurrentPerform(iterations: count) { db in
-            let stored = try? repository.storePages(pageCount: pages, pageSize: pageSize, batch: batch) { page(db, $0) }
+            let stored = try? repository.storePages(pageCount: pages, pageSize: pageSize, batch: batch) { Self.page(db, $0) }
             results.withLock { $0[db] = stored }
         }
         let stored = results.withLock { $0 }
@@ -59,7 +60,7 @@ final class SharedPackBatchTests: XCTestCase {
             let ids = try XCTUnwrap(stored[db]).ids
             XCTAssertEqual(ids.count, Int(pages))
             for p in stride(from: UInt32(1), through: pages, by: 7) {
-                let want = page(db, p)
+                let want = Self.page(db, p)
                 XCTAssertEqual(ids[Int(p) - 1], want.withUnsafeBytes { repository.pageID($0) })
                 let location = try XCTUnwrap(repository.blobLocation(of: ids[Int(p) - 1], in: index), "page \(p) of database \(db) is indexed")
                 let blob = try repository.readBlob(location, id: ids[Int(p) - 1], decompressor: decompressor)
@@ -82,9 +83,9 @@ final class SharedPackBatchTests: XCTestCase {
             try FileManager.default.removeItem(atPath: indexFolder)
             FileManager.default.createFile(atPath: indexFolder, contents: Data("not a folder".utf8))
         }
-        XCTAssertThrowsError(try repository.storePages(pageCount: 20, pageSize: pageSize, batch: batch) { page(1, $0) })
+        XCTAssertThrowsError(try repository.storePages(pageCount: 20, pageSize: pageSize, batch: batch) { Self.page(1, $0) })
         if getuid() == 0 { try FileManager.default.removeItem(atPath: indexFolder) } else { XCTAssertEqual(chmod(indexFolder, 0o755), 0) }
-        let stored = try repository.storePages(pageCount: 20, pageSize: pageSize, batch: batch) { page(2, $0) }
+        let stored = try repository.storePages(pageCount: 20, pageSize: pageSize, batch: batch) { Self.page(2, $0) }
         XCTAssertEqual(try store.list(prefix: "index/").count, 1)
         let index = try repository.loadIndex()
         for id in stored.ids { XCTAssertNotNil(repository.blobLocation(of: id, in: index)) }
