@@ -44,34 +44,81 @@ import TestSupport
         return damages
     }
 
-    /// Databases made for what the real ones lack, by the sqlite3 CLI in
-    /// `folder`: WITHOUT ROWID tables and rows with overflow chains on 1 KiB
-    /// pages; 64 KiB pages with a WITHOUT ROWID table and blobs that
-    /// overflow even those.
-    static func generatedDatabases(in folder: TemporaryFolder) throws -> [String] {
+    /// Databases made for what the real ones lack, in `folder`: WITHOUT
+    /// ROWID tables and rows with overflow chains on 1 KiB pages; 64 KiB
+    /// pages with a WITHOUT ROWID table and blobs that overflow even those.
+    /// Their values are drawn from `seed` (the run's damage seed), so that
+    /// LITECTL_RECOVER_SEED=N makes the same databases again and a failure
+    /// on one replays.
+    static func generatedDatabases(in folder: TemporaryFolder, seed: UInt64 = CorpusDamage.runSeed) throws -> [String] {
+        var rng = SplitMix64(seed: seed ^ 0x6765_6E65_7261_7465)
+        func bytes(_ count: Int) -> [UInt8] {
+            var result: [UInt8] = []
+            result.reserveCapacity(count + 8)
+            while result.count < count { withUnsafeBytes(of: rng.next()) { result += $0 } }
+            return Array(result.prefix(count))
+        }
+        let digits = Array("0123456789ABCDEF".utf8)
+        func hex(_ data: [UInt8]) -> String {
+            String(decoding: data.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        }
+        func below(_ n: UInt64) -> Int { Int(rng.next() % n) }
+        func random() -> Int64 { Int64(bitPattern: rng.next()) }
+        func make(_ path: String, _ schema: String, _ inserts: [(sql: String, rows: () -> [[Value]])]) throws {
+            let db = try Connection(path: path, mode: .create)
+            try db.execute(schema)
+            try db.execute("BEGIN")
+            for insert in inserts {
+                let statement = try db.prepare(insert.sql)
+                for row in insert.rows() {
+                    try statement.bind(row)
+                    _ = try statement.step()
+                    statement.reset()
+                }
+            }
+            try db.execute("COMMIT")
+            try db.close()
+        }
         let small = folder.file("generated-1k-without-rowid.db")
-        _ = try sqlite3([small, """
+        try make(small, """
             PRAGMA page_size = 1024;
             CREATE TABLE kv(k TEXT PRIMARY KEY, v BLOB, n INTEGER) WITHOUT ROWID;
             CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b REAL, c BLOB);
             CREATE INDEX t_a ON t(a);
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1200)
-            INSERT INTO kv SELECT printf('key%06d-%s', i, hex(randomblob(6))), randomblob(abs(random()) % 400), i FROM s;
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1200)
-            INSERT INTO t SELECT i * 3, substr(hex(randomblob(60)), 1, abs(random()) % 100), random() / 1e10,
-                                 CASE WHEN i % 3 = 0 THEN randomblob(abs(random()) % 3000) ELSE i END FROM s;
-            """])
+            """, [
+                ("INSERT INTO kv VALUES (?1, ?2, ?3)", {
+                    (1...1200).map { i in
+                        [.text(Array("key\(String(format: "%06d", i))-\(hex(bytes(6)))".utf8)), .blob(bytes(below(400))), .integer(Int64(i))]
+                    }
+                }),
+                ("INSERT INTO t VALUES (?1, ?2, ?3, ?4)", {
+                    (1...1200).map { i in
+                        let a = String(hex(bytes(60)).prefix(below(100)))
+                        let b = Double(random()) / 1e10
+                        let c: Value = i % 3 == 0 ? .blob(bytes(below(3000))) : .integer(Int64(i))
+                        return [.integer(Int64(i * 3)), .text(Array(a.utf8)), .real(b), c]
+                    }
+                }),
+            ])
         let large = folder.file("generated-64k.db")
-        _ = try sqlite3([large, """
+        try make(large, """
             PRAGMA page_size = 65536;
             CREATE TABLE a(x INTEGER, y TEXT, z BLOB);
             CREATE TABLE w(k INTEGER, j TEXT, v, PRIMARY KEY(k, j)) WITHOUT ROWID;
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 6000)
-            INSERT INTO a SELECT i, printf('row %d %s', i, hex(randomblob(abs(random()) % 40))),
-                                 CASE WHEN i % 100 = 0 THEN randomblob(100000) ELSE randomblob(abs(random()) % 200) END FROM s;
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 6000)
-            INSERT INTO w SELECT i % 97, printf('%d', i), CASE WHEN i % 2 = 1 THEN random() / 1e9 ELSE substr(hex(randomblob(300)), 1, i % 500) END FROM s;
-            """])
+            """, [
+                ("INSERT INTO a VALUES (?1, ?2, ?3)", {
+                    (1...6000).map { i in
+                        let y = "row \(i) \(hex(bytes(below(40))))"
+                        return [.integer(Int64(i)), .text(Array(y.utf8)), .blob(bytes(i % 100 == 0 ? 100_000 : below(200)))]
+                    }
+                }),
+                ("INSERT INTO w VALUES (?1, ?2, ?3)", {
+                    (1...6000).map { i in
+                        let v: Value = i % 2 == 1 ? .real(Double(random()) / 1e9) : .text(Array(hex(bytes(300)).prefix(i % 500).utf8))
+                        return [.integer(Int64(i % 97)), .text(Array("\(i)".utf8)), v]
+                    }
+                }),
+            ])
         return [small, large]
     }
 

@@ -268,14 +268,10 @@ final class RecoveryRun {
     /// Puts the row in `cell` into `table`, or into lost_and_found when it
     /// cannot be trusted there or the new schema refuses it.
     func place(_ cell: SalvageCell, in table: SalvageTable, owners: inout PageOwners, attached: Bool = false) throws {
-        let payload = payloads.payload(cell.cell, page: cell.bytes, tree: table.id, owners: &owners)
+        let (payload, resized) = readRecord(cell, tree: table.id, owners: &owners)
         let rowid: Int64? = table.withoutRowid ? nil : cell.cell.rowid
-        // A record whose header does not describe its payload is still read
-        // as far as it goes (as the recover extension reads it), and kept in
-        // lost_and_found: its rowid and first fields are usually right.
-        record.parse(payload, damaged: true)
         var trust = cell.trust
-        if record.damage != nil, provesPayloadSize(cell, payload) {
+        if resized {
             // The cell's payload size was what the damage hit: the record,
             // whole and well formed, is read at the size its header gives.
             walker.noteDamage(cell.page, "cell \(cell.index): its payload size is damaged")
@@ -318,31 +314,67 @@ final class RecoveryRun {
         try lost.add(root: table.root, page: cell.page, cell: cell.index, rowid: rowid, record: record, reason: reason ?? "")
     }
 
-    /// True when the damaged record just parsed (`record`) is whole and well
-    /// formed at the size its header describes, and `cell`'s page proves
-    /// that size right (at that size the cell ends exactly where the next
-    /// cell, a freeblock or the page's end begins, so its own payload size,
-    /// which differs, is what the damage hit): then `record` is parsed again
-    /// at that size. The shell's `.recover` trusts the header in every case;
-    /// a cell the page does not prove stays in lost_and_found (`record` is
-    /// then left as `payload` gave it).
-    private func provesPayloadSize(_ cell: SalvageCell, _ payload: SalvagedPayload) -> Bool {
-        guard let size = record.describedSize, size > 0, size != cell.cell.payloadSize,
-              cell.cell.localSize == cell.cell.payloadSize else { return false }
-        let usable = file.usable
-        let isTable = cell.bytes.load(fromByteOffset: cell.page == 1 ? 100 : 0, as: UInt8.self) == BTreePage.tableLeaf
-        guard BTreePage.localSize(payload: size, usable: usable, table: isTable) == size,
-              cell.cell.localStart + size <= usable else { return false }
-        // Cells never overlap: the cell ends where the next one (or a
-        // freeblock, or the page's end) begins.
-        let ends = SalvagePage.cellEnds(cell.bytes, usable: usable, number: cell.page)
-        guard let next = ends.filter({ $0 > cell.cell.localStart }).min(), next == cell.cell.localStart + size else {
-            return false
-        }
-        let repaired = SalvagedPayload(bytes: cell.bytes + cell.cell.localStart, available: size, size: size)
-        if record.parse(repaired) { return true }
+    /// Reads `cell`'s record into `record`, its overflow pages taken for
+    /// `tree` as `claim` says. A record whose header does not describe its
+    /// payload is still read as far as it goes (as the recover extension
+    /// reads it): its rowid and first fields are usually right, and it is
+    /// kept in lost_and_found (`record.damage` says why). `resized` is true
+    /// when the cell's own payload size was damaged and its page proves the
+    /// size the record's header gives (see `provenPayload`): the record was
+    /// then read at that size from the page alone.
+    func readRecord(_ cell: SalvageCell, tree: Int, owners: inout PageOwners,
+                    claim: SalvagePayloadReader.Claim = .claim) -> (payload: SalvagedPayload, resized: Bool) {
+        // A payload size that damage made too large for the page calls for an
+        // overflow chain whose first "pointer" is the record's own next bytes
+        // or the next cell's: the proof comes first, so that no page is
+        // claimed (and taken from its b-tree) for such a chain.
+        let overflows = cell.cell.localSize < cell.cell.payloadSize
+        if overflows, let proven = provenPayload(cell) { return (proven, true) }
+        let payload = payloads.payload(cell.cell, page: cell.bytes, tree: tree, owners: &owners, claim: claim)
         record.parse(payload, damaged: true)
-        return false
+        if record.damage != nil && !overflows {
+            if let proven = provenPayload(cell) { return (proven, true) }
+            record.parse(payload, damaged: true)
+        }
+        return (payload, false)
+    }
+
+    /// The payload of `cell` at the size its record's header describes, read
+    /// from its page (and parsed into `record`), when that size differs from
+    /// the cell's own, fits the page without overflow, and the page proves
+    /// it: at that size the cell ends exactly where the next cell, a
+    /// freeblock or the page's end begins (cells never overlap), so the
+    /// payload size, which says otherwise, is what the damage hit. nil (and
+    /// `record` left unspecified) when not proven. The shell's `.recover`
+    /// trusts the header in every case (sqlite_dbdata reads each field the
+    /// header names from the bytes there are); a cell the page does not
+    /// prove stays in lost_and_found.
+    private func provenPayload(_ cell: SalvageCell) -> SalvagedPayload? {
+        let usable = file.usable
+        let start = cell.cell.localStart
+        guard start > 0, start < usable else { return nil }
+        let bytes = cell.bytes + start
+        let room = usable - start
+        // The size the header describes: its own length plus each field's.
+        guard let header = Varint.read32(bytes, 0, room), Int(header.value) > header.length, Int(header.value) <= room else {
+            return nil
+        }
+        let headerSize = Int(header.value)
+        var at = header.length
+        var size = headerSize
+        while at < headerSize {
+            guard let type = Varint.read32(bytes, at, headerSize) else { return nil }
+            at += type.length
+            size += SerialType.length(type.value)
+            if size > room { return nil }
+        }
+        guard size != cell.cell.payloadSize else { return nil }
+        let isTable = cell.bytes.load(fromByteOffset: cell.page == 1 ? 100 : 0, as: UInt8.self) == BTreePage.tableLeaf
+        guard BTreePage.localSize(payload: size, usable: usable, table: isTable) == size else { return nil }
+        let ends = SalvagePage.cellEnds(cell.bytes, usable: usable, number: cell.page)
+        guard ends.filter({ $0 > start }).min() == start + size else { return nil }
+        let payload = SalvagedPayload(bytes: bytes, available: size, size: size)
+        return record.parse(payload) ? payload : nil
     }
 
     /// Walks every index b-tree, so that its pages (and overflow pages) are

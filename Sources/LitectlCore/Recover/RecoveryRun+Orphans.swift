@@ -122,8 +122,9 @@ extension RecoveryRun {
                   let read = SalvagePage.read(buffer, pageSize: file.pageSize, usable: file.usable, number: number,
                                               table: isTable, repair: false) else { continue }
             for item in read.cells {
-                let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: -1, owners: &owners, claim: .peek)
-                guard item.index < read.suspectFrom, record.parse(payload) else {
+                let cell = SalvageCell(page: number, index: item.index, cell: item.cell, bytes: UnsafeRawPointer(buffer), trust: .salvaged)
+                _ = readRecord(cell, tree: -1, owners: &owners, claim: .peek)
+                guard item.index < read.suspectFrom, record.damage == nil else {
                     unplaceable += 1
                     continue
                 }
@@ -187,8 +188,7 @@ extension RecoveryRun {
                     try place(cell, in: target, owners: &owners, attached: true)
                     continue
                 }
-                let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: overflowOwner, owners: &owners)
-                record.parse(payload, damaged: true)
+                _ = readRecord(cell, tree: overflowOwner, owners: &owners)
                 var reason = "on a page no b-tree reaches, and fits no known table"
                 if cell.trust == .stray {
                     reason = "on a page no b-tree reaches, read from past its cell pointer array"

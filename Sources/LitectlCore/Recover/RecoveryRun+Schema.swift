@@ -13,15 +13,21 @@ extension RecoveryRun {
         var entries: [SchemaEntry] = []
         if !file.header.valid { schemaDamaged = true }
         let outcome = walker.walk(root: 1, tree: 0, table: true, owners: &owners) { cell, owners in
-            let payload = self.payloads.payload(cell.cell, page: cell.bytes, tree: 0, owners: &owners)
-            guard self.record.parse(payload), self.record.isComplete,
+            // A schema row whose cell's payload size is damaged is read at
+            // the size its page proves (see readRecord), as the shell's
+            // `.recover` reads it; its page is then damaged.
+            let resized = self.readRecord(cell, tree: 0, owners: &owners).resized
+            guard self.record.damage == nil, self.record.isComplete,
                   let entry = self.schemaEntry(self.record, rowid: cell.cell.rowid) else {
                 self.unreadableCells += 1
                 self.schemaDamaged = true
                 self.walker.noteDamage(cell.page, "a sqlite_schema cell that is no schema row")
                 return
             }
-            if cell.trust != .sound { self.schemaDamaged = true }
+            if cell.trust != .sound || resized {
+                self.schemaDamaged = true
+                if resized { self.walker.noteDamage(cell.page, "cell \(cell.index): its payload size is damaged") }
+            }
             entries.append(entry)
         }
         if outcome.damaged { schemaDamaged = true }
@@ -84,8 +90,9 @@ extension RecoveryRun {
                                               table: true, repair: false) else { continue }
             var taken: [SchemaEntry] = []
             for item in leaf.cells {
-                let payload = payloads.payload(item.cell, page: UnsafeRawPointer(buffer), tree: 0, owners: &owners, claim: .peek)
-                guard record.parse(payload), record.isComplete, let entry = schemaEntry(record, rowid: item.cell.rowid) else { continue }
+                let cell = SalvageCell(page: page, index: item.index, cell: item.cell, bytes: UnsafeRawPointer(buffer), trust: .salvaged)
+                _ = readRecord(cell, tree: 0, owners: &owners, claim: .peek)
+                guard record.damage == nil, record.isComplete, let entry = schemaEntry(record, rowid: item.cell.rowid) else { continue }
                 guard !names.contains(sqlNameKey(entry.name)), plausibleRoot(entry, roots: roots) else { continue }
                 taken.append(entry)
             }
