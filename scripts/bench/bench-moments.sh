@@ -22,6 +22,9 @@
 #   BENCH_ROWS           rows of generate.py (default 1650000: about 560 MB)
 #   BENCH_WRITE_SECONDS  length of the lockstep writes (default 100; 75 or more)
 #   BENCH_RUNS           measured rounds after one untimed round (default 5)
+#   BENCH_TIMEOUT        seconds a command may run before it is stopped (default 900): its time is
+#                        then a lower bound, printed with ">" (Litestream's VFS reads a full table
+#                        one page per request: slow through the proxy)
 #   LITECTL_BIN          litectl binary to use instead of a fresh release build (LITECTL works too)
 #   BENCH_TMP            where the temporary folder goes (default $TMPDIR, else /tmp)
 set -euo pipefail
@@ -48,7 +51,8 @@ T=$BENCH_TMPDIR
 export LITECTL_CACHE_DIR=$T/litectl-cache
 
 python3 "$BENCH_DIR/moments_bench.py" --litectl "$LITECTL" --tmp "$T" --generate "$BENCH_GENERATE" --vfs "$VFS" \
-  --rows "$ROWS" --write-seconds "$WRITE" --rounds "${BENCH_RUNS:-5}" >"$T/report.json"
+  --rows "$ROWS" --write-seconds "$WRITE" --rounds "${BENCH_RUNS:-5}" \
+  --timeout "${BENCH_TIMEOUT:-900}" >"$T/report.json"
 
 python3 - "$T/report.json" <<'PY'
 import json, statistics, sys
@@ -69,7 +73,7 @@ print(f"{'command':44} {'tool':22} {'time':>9} {'fetched':>11} {'requests':>9} {
 for g, tools in runs.items():
     for name, xs in tools.items():
         fetched = med(xs, "response_bytes")
-        print(f"{g:44} {name:22} {med(xs, 'seconds'):8.2f}s {mb(fetched) if fetched else '-':>11} "
+        print(f"{g:44} {name:22} {'>' if any(x.get('timed_out') for x in xs) else ' '}{med(xs, 'seconds'):7.2f}s {mb(fetched) if fetched else '-':>11} "
               f"{int(med(xs, 'requests')) if fetched else '-':>9} {max(x['peak_kib'] for x in xs) / 1024:9.0f} MiB")
 print()
 verdicts = []

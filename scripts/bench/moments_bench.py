@@ -11,7 +11,7 @@ writes. Then every measured command runs as a fresh process (cold caches:
 litectl's are in memory, the VFS's too, its hydration is off), in rounds
 (one untimed, then --rounds), each round running every command once in a
 shuffled order. Per command: median wall time, peak resident memory (the
-child's ru_maxrss), and the requests and bytes it fetched, counted by a
+child's ru_maxrss: never below the forked Python's own, about 37 MB, before exec), and the requests and bytes it fetched, counted by a
 counting proxy (s3proxy.py) in front of moto that every moment reader and
 the VFS go through. The baselines that restore (`restore --at`, then `diff`
 or `check` of the files) talk to moto directly: the proxy's cost is not
@@ -40,8 +40,9 @@ def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
 
 
-def run_measured(cmd, env, stdin=None, cwd=None):
-    """Runs `cmd`; its wall time, peak resident KiB, stdout, stderr and status."""
+def run_measured(cmd, env, stdin=None, cwd=None, timeout=None):
+    """Runs `cmd`; its wall time, peak resident KiB, stdout, stderr and status
+    (None when it ran past `timeout` seconds and was killed)."""
     start = time.time()
     p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -54,11 +55,21 @@ def run_measured(cmd, env, stdin=None, cwd=None):
     if stdin is not None:
         p.stdin.write(stdin.encode())
         p.stdin.close()
+    killed = threading.Event()
+
+    def watchdog():
+        if not done.wait(timeout):
+            killed.set()
+            p.kill()
+    done = threading.Event()
+    if timeout:
+        threading.Thread(target=watchdog, daemon=True).start()
     _, status, usage = os.wait4(p.pid, 0)
+    done.set()
     took = time.time() - start
     for t in threads:
         t.join()
-    p.returncode = os.waitstatus_to_exitcode(status)
+    p.returncode = None if killed.is_set() else os.waitstatus_to_exitcode(status)
     return took, usage.ru_maxrss, o[0].decode(errors="replace"), e[0].decode(errors="replace"), p.returncode
 
 
@@ -260,13 +271,20 @@ class Bench:
             rng.shuffle(flat)
             ident = rng.randint(1, self.customers)
             outputs = {}
+            timed_out = set()
             for g, n in flat:
                 c = groups[g][n]
                 cmd = [x.replace("{id}", str(ident)) for x in c["cmd"]]
                 stdin = c.get("stdin", "").replace("{id}", str(ident)) if "stdin" in c else None
                 self.proxy.counts.reset()
-                took, peak, out, err, status = run_measured(cmd, c["env"], stdin=stdin)
+                took, peak, out, err, status = run_measured(cmd, c["env"], stdin=stdin, timeout=self.a.timeout)
                 counted = self.proxy.counts.snapshot()
+                if status is None:  # past --timeout: its time is a lower bound
+                    log(f"round {r}: {g}, {n}: stopped after {took:.0f} s (--timeout)")
+                    if r > 0:
+                        results[g][n].append({"seconds": took, "peak_kib": peak, "timed_out": True, **counted})
+                    timed_out.add(g)
+                    continue
                 expected = 1 if g.startswith("diff") else 0  # a diff finds the writer's changes; the check, none
                 if status != expected:
                     fail(f"{g}, {n}: exit {status}: {err.strip()[-600:]}")
@@ -276,6 +294,8 @@ class Bench:
                 if r > 0:
                     results[g][n].append({"seconds": took, "peak_kib": peak, **counted})
             for g, cmds in groups.items():
+                if g in timed_out:
+                    continue
                 names = list(cmds)
                 a, b = outputs[(g, names[0])], outputs[(g, names[1])]
                 if g.startswith("diff"):
@@ -337,6 +357,7 @@ def main():
     ap.add_argument("--rows", type=int, required=True)
     ap.add_argument("--write-seconds", type=float, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=900, help="seconds a command may run before it is stopped")
     a = ap.parse_args()
     if a.write_seconds < 75:
         sys.exit("moments-bench: --write-seconds must be 75 or more (the diff's moments are 60 s apart, 10 s in)")
