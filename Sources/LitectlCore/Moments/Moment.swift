@@ -75,6 +75,35 @@ public final class Moment: @unchecked Sendable {
                         fetcher: MomentFetcher(repository: repository, options: options), index: nil)
     }
 
+    /// Several moments of one repository, opened together (a run's): they
+    /// share one page cache, of `options.cacheBytes` for each of them, and
+    /// the index read to open the first. Pages are content-addressed, so a
+    /// page two of them hold (the same id: the same bytes, checked) is
+    /// fetched once: a diff of two moments fetches the interior pages their
+    /// b-trees share once, not once per side.
+    public static func open(_ references: [MomentReference], repository: Repository, options: MomentOptions = .init(),
+                            now: Double? = nil) throws -> [Moment] {
+        guard references.count > 1 else {
+            return try references.map { try open($0, repository: repository, options: options, now: now) }
+        }
+        if let first = references.first, options.cacheFolder != nil {
+            throw MomentError(reference: first.text, message: "a cache folder is not supported yet")
+        }
+        var pooled = options
+        let (total, overflow) = options.cacheBytes.multipliedReportingOverflow(by: references.count)
+        pooled.cacheBytes = overflow ? Int.max : total
+        let fetcher = MomentFetcher(repository: repository, options: pooled)
+        let now = now ?? Clock.wall()
+        var index: RepoIndex?
+        var moments: [Moment] = []
+        for reference in references {
+            let moment = try open(reference, repository: repository, options: options, now: now, fetcher: fetcher, index: index)
+            index = moment.pages.map.index
+            moments.append(moment)
+        }
+        return moments
+    }
+
     /// The moment `latest` is now, sharing this one's cache (pages it holds
     /// are not fetched again); nil when nothing newer was shipped.
     public func refreshed() throws -> Moment? {

@@ -69,7 +69,8 @@ struct MomentSourceOptions: ParsableArguments {
         do {
             let repo = try RepoOptions.open(location, quiet: quiet)
             let now = Date().timeIntervalSince1970
-            let moments = try references.map { try Moment.open($0, repository: repo, options: options, now: now) }
+            // One cache and one index read for all of them (Moment.open of several).
+            let moments = try Moment.open(references, repository: repo, options: options, now: now)
             return OpenMoments(moments, options: options)
         } catch let error as ValidationErrorText {
             printError(error.description)
