@@ -75,6 +75,38 @@ public final class Moment: @unchecked Sendable {
                         fetcher: try MomentFetcher(repository: repository, options: options), index: nil)
     }
 
+    /// Several moments of one repository, opened together (a run's): they
+    /// share one page cache, of `options.cacheBytes` for each of them, and
+    /// the index read to open the first. Pages are content-addressed, so a
+    /// page two of them hold (the same id: the same bytes, checked) is
+    /// fetched once: a diff of two moments fetches the interior pages their
+    /// b-trees share once, not once per side.
+    ///
+    /// `failed`: when given, a reference that cannot be opened (a
+    /// `MomentError`: no such database, a moment before its first state) is
+    /// handed to it and left out, and the others are opened; when nil, it
+    /// is thrown.
+    public static func open(_ references: [MomentReference], repository: Repository, options: MomentOptions = .init(),
+                            now: Double? = nil, failed: ((MomentReference, MomentError) -> Void)? = nil) throws -> [Moment] {
+        var pooled = options
+        let (total, overflow) = options.cacheBytes.multipliedReportingOverflow(by: max(1, references.count))
+        pooled.cacheBytes = overflow ? Int.max : total
+        let fetcher = try MomentFetcher(repository: repository, options: pooled)
+        let now = now ?? Clock.wall()
+        var index: RepoIndex?
+        var moments: [Moment] = []
+        for reference in references {
+            do {
+                let moment = try open(reference, repository: repository, options: options, now: now, fetcher: fetcher, index: index)
+                index = moment.pages.map.index
+                moments.append(moment)
+            } catch let error as MomentError where failed != nil {
+                failed?(reference, error)
+            }
+        }
+        return moments
+    }
+
     /// The moment `latest` is now, sharing this one's cache (pages it holds
     /// are not fetched again); nil when nothing newer was shipped.
     public func refreshed() throws -> Moment? {

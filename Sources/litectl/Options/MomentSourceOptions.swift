@@ -79,14 +79,10 @@ struct MomentSourceOptions: ParsableArguments {
         do {
             let repo = try RepoOptions.open(location, quiet: quiet)
             let now = Date().timeIntervalSince1970
-            var moments: [Moment] = [], failures: [(String, String)] = []
-            for reference in references {
-                do {
-                    moments.append(try Moment.open(reference, repository: repo, options: options, now: now))
-                } catch let error as MomentError where eachOnItsOwn {
-                    failures.append((reference.text, error.message))
-                }
-            }
+            // One cache and one index read for all of them (Moment.open of several).
+            var failures: [(String, String)] = []
+            let moments = try Moment.open(references, repository: repo, options: options, now: now,
+                                          failed: eachOnItsOwn ? { failures.append(($0.text, $1.message)) } : nil)
             if !quiet {
                 for moment in moments { for note in moment.notes { printError("warning: \(moment.reference.text): \(note)") } }
             }
