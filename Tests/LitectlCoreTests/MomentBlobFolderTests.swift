@@ -52,6 +52,17 @@ import TestSupport
         #expect(throws: (any Error).self) { try BlobFolder(path: folder.file("file")) }
     }
 
+    @Test func openingNoMomentMakesNoCacheFolder() throws {
+        let folder = try TemporaryFolder("blob-folder-none")
+        let store = FolderStore(path: folder.file("repo"))
+        try store.createRoot()
+        let repository = try Repository.initialize(store, secret: nil, version: Repository.version)
+        var options = MomentOptions()
+        options.cacheFolder = folder.file("cache")
+        #expect(try Moment.open([], repository: repository, options: options).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: folder.file("cache")))
+    }
+
     @Test func writersSharingItLeaveOnlyWholeFilesAndStaleTemporariesGo() throws {
         let folder = try TemporaryFolder("blobfolder-shared")
         let path = folder.file("cache")

@@ -88,6 +88,8 @@ public final class Moment: @unchecked Sendable {
     /// is thrown.
     public static func open(_ references: [MomentReference], repository: Repository, options: MomentOptions = .init(),
                             now: Double? = nil, failed: ((MomentReference, MomentError) -> Void)? = nil) throws -> [Moment] {
+        // (No moment: no fetcher, so no cache folder made.)
+        guard !references.isEmpty else { return [] }
         var pooled = options
         let (total, overflow) = options.cacheBytes.multipliedReportingOverflow(by: max(1, references.count))
         pooled.cacheBytes = overflow ? Int.max : total
