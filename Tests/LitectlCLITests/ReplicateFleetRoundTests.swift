@@ -49,7 +49,7 @@ import TestSupport
         // Every database's first copy at once: 8 workers, shared rounds.
         let process = try FollowerProcess(["--dir", dir, "--repo", repo], events: log)
         func started() -> Int { fleet.events(log).filter { $0["event"] as? String == "started" }.count }
-        #expect(fleet.waitUntil(120) { started() >= count }, "every database started: \(started()) of \(count)")
+        #expect(waitUntil(120) { started() >= count }, "every database started: \(started()) of \(count)")
         let bases = files(repo, "index").count
         #expect(bases >= 1 && bases <= count / 2, "\(count) first copies in \(bases) index objects (shared rounds), not one each")
 
@@ -120,9 +120,9 @@ import TestSupport
         #expect(try runLitectl(["repo", "init", repo]).status == 0)
         let log = folder.file("events.log")
         let process = try FollowerProcess(["--dir", dir, "--repo", repo], events: log)
-        #expect(fleet.waitUntil(60) { fleet.events(log).contains { $0["event"] as? String == "started" && $0["database"] as? String == db } })
+        #expect(waitUntil(60) { fleet.events(log).contains { $0["event"] as? String == "started" && $0["database"] as? String == db } })
         try fleet.python(folder, ["commit", db, "mine"])
-        #expect(fleet.waitUntil(10) { fleet.shippedStates(log, db) >= 1 }, "its commit shipped")
+        #expect(waitUntil(10) { fleet.shippedStates(log, db) >= 1 }, "its commit shipped")
         Thread.sleep(forTimeInterval: 1)
         // The folder swapped for a link to another folder holding a database of the same name.
         #expect(rename(dir + "/sub", folder.file("sub-away")) == 0)
@@ -163,8 +163,8 @@ import TestSupport
         let process = try FollowerProcess(["--dir", dir, "--repo", url, "--endpoint", proxy.endpoint, "--metrics-file", metrics], events: log)
         let series = "litectl_replicate_stalled{database=\"\(BackupJob.resolvedPath(db))\"}"
         func text() -> String { (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? "" }
-        #expect(fleet.waitUntil(60) { fleet.events(log).filter { $0["event"] as? String == "started" }.count >= 3 }, "following")
-        #expect(fleet.waitUntil(15) { text().contains(series + " 0") }, "\(text())")
+        #expect(waitUntil(60) { fleet.events(log).filter { $0["event"] as? String == "started" }.count >= 3 }, "following")
+        #expect(waitUntil(15) { text().contains(series + " 0") }, "\(text())")
         let writer = try Child("/usr/bin/python3", ["-c", """
             import sqlite3, time
             c = sqlite3.connect('\(db)', isolation_level=None)
@@ -177,13 +177,13 @@ import TestSupport
         // The repository refuses everything: nothing ships while the -wal grows.
         proxy.stop()
         proxy = try FaultProxy(upstream: server, arguments: ["--fail-every", "1"], port: port)
-        #expect(fleet.waitUntil(30) { text().contains(series + " 1") }, "stalled within 3 intervals and a metrics write: \(text())")
+        #expect(waitUntil(30) { text().contains(series + " 1") }, "stalled within 3 intervals and a metrics write: \(text())")
         let said = fleet.events(log).filter { $0["event"] as? String == "problem" && $0["database"] as? String == db }.compactMap { $0["message"] as? String }
         #expect(said.contains { $0.contains("stalled: no progress") }, "said: \(said.suffix(5))")
         // Back: it ships, and is no longer stalled.
         proxy.stop()
         proxy = try FaultProxy(upstream: server, arguments: [], port: port)
-        #expect(fleet.waitUntil(100) { text().contains(series + " 0") }, "progress again: \(text())")
+        #expect(waitUntil(100) { text().contains(series + " 0") }, "progress again: \(text())")
         #expect(fleet.events(log).contains { ($0["message"] as? String ?? "").contains("making progress again") })
         writer.signal(SIGTERM)
         _ = writer.wait()

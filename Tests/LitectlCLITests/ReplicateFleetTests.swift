@@ -55,15 +55,6 @@ import TestSupport
         #expect(r.status == 0, "\(arguments): \(r.stderr)")
     }
 
-    func waitUntil(_ seconds: Double, _ ready: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if ready() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return ready()
-    }
-
     func events(_ path: String) -> [[String: Any]] {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

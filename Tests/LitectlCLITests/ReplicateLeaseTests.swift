@@ -13,16 +13,6 @@ import LitectlCore
 import TestSupport
 
 extension ReplicateCommandTests {
-    /// Waits up to `seconds` for `ready`; whether it came.
-    func waitUntil(_ seconds: Double, _ ready: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if ready() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return ready()
-    }
-
     /// Whether the events file holds a `started` event (the follower holds its lease and follows).
     func started(_ events: String, count: Int = 1) -> Bool {
         ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"started\"").count > count

@@ -42,7 +42,7 @@ import TestSupport
         _ = try sql(db, "PRAGMA journal_mode=wal; CREATE TABLE old(x); INSERT INTO old VALUES ('old 1');")
         #expect(try runLitectl(["repo", "init", repo]).status == 0)
         let follower = try Child(litectlBinary, ["replicate", db, "--repo", repo], output: log)
-        #expect(replicate.waitUntil(60) { ((try? chainBases(repo)) ?? []).count == 1 }, "the first chain started")
+        #expect(waitUntil(60) { ((try? chainBases(repo)) ?? []).count == 1 }, "the first chain started")
         _ = try sql(db, "INSERT INTO old VALUES ('old 2');")
         Thread.sleep(forTimeInterval: 1.5)
         try replace(db, folder)
@@ -109,7 +109,7 @@ import TestSupport
                                  env: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"], output: log)
         let series = "litectl_replicate_stalled{database=\"\(BackupJob.resolvedPath(db))\"}"
         func text() -> String { (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? "" }
-        #expect(replicate.waitUntil(60) { ((try? runLitectl(["snapshots", "--json", "--repo", url, "--endpoint", server.endpoint]))?.stdout ?? "").contains("\"replica\"") },
+        #expect(waitUntil(60) { ((try? runLitectl(["snapshots", "--json", "--repo", url, "--endpoint", server.endpoint]))?.stdout ?? "").contains("\"replica\"") },
                 "following: its first chain started")
         Thread.sleep(forTimeInterval: 1.5)
         #expect(text().contains(series + " 0"), "\(text())")
@@ -118,13 +118,13 @@ import TestSupport
         // The repository refuses everything: nothing ships while the -wal grows.
         proxy.stop()
         proxy = try FaultProxy(upstream: server, arguments: ["--fail-every", "1"], port: port)
-        #expect(replicate.waitUntil(10) { text().contains(series + " 1") }, "stalled within 3 intervals and one look: \(text())")
+        #expect(waitUntil(10) { text().contains(series + " 1") }, "stalled within 3 intervals and one look: \(text())")
         let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(said.contains("stalled: no progress"), "said without -v: \(said)")
         // Back: it ships, and is no longer stalled.
         proxy.stop()
         proxy = try FaultProxy(upstream: server, arguments: [], port: port)
-        #expect(replicate.waitUntil(45) { text().contains(series + " 0") }, "progress again: \(text())")
+        #expect(waitUntil(45) { text().contains(series + " 0") }, "progress again: \(text())")
         #expect(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("making progress again"))
         #expect(writer.wait() == 0)
         follower.signal(SIGTERM)

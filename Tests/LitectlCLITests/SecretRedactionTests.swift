@@ -177,11 +177,7 @@ final class AuthenticatingMoto {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if (try? runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", endpoint]))?.status == 0 { return }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
+        if waitUntil(30, { (try? runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", endpoint]))?.status == 0 }) { return }
         throw POSIXError(.ETIMEDOUT)
     }
 

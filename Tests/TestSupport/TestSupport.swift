@@ -142,6 +142,18 @@ public let realDatabases: [String] = {
         .sorted()
 }()
 
+/// Asks `ready` every `every` seconds until it holds or `seconds` have passed;
+/// whether it held (asked once more at the end). For tests that wait on
+/// another process: never a timing assertion, only a bound on the wait.
+public func waitUntil(_ seconds: Double, every: Double = 0.1, _ ready: () throws -> Bool) rethrows -> Bool {
+    let end = Date().addingTimeInterval(seconds)
+    while Date() < end {
+        if try ready() { return true }
+        Thread.sleep(forTimeInterval: every)
+    }
+    return try ready()
+}
+
 /// Makes a database at `path` with the sqlite3 CLI running `script`.
 public func makeDatabase(_ path: String, _ script: String) throws {
     try sqlite3(["-batch", path], input: script)

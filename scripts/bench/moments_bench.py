@@ -19,12 +19,11 @@ theirs, which favours them. Point lookups and aggregates must print the
 same rows through both tools, and the diffs of the moments the same lines
 as the diffs of the restored files: else the run fails (exit 1).
 Prints one JSON object (the report) on stdout; progress on stderr."""
-import argparse, json, os, random, shutil, signal, socket, sqlite3, statistics, subprocess, sys, threading, time
+import argparse, json, os, random, shutil, signal, sqlite3, statistics, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import s3proxy  # noqa: E402
-
-import boto3  # noqa: E402
+import s3server  # noqa: E402
 
 
 def log(*a):
@@ -84,32 +83,12 @@ class Bench:
 
     # -- the server and the proxy ------------------------------------------------
     def start_moto(self):
-        port = s3proxy.free_port()
-        self.moto_endpoint = f"http://127.0.0.1:{port}"
-        self.moto = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, env=self.env)
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        self.s3 = boto3.client("s3", endpoint_url=self.moto_endpoint, region_name="us-east-1",
-                               aws_access_key_id="test", aws_secret_access_key="test")
-        self.s3.create_bucket(Bucket="bench")
-        self.proxy = s3proxy.start(port)
+        self.server = s3server.Moto(self.env)
+        self.moto_endpoint, self.s3, self.moto = self.server.endpoint, self.server.s3, self.server.process
+        self.proxy = s3proxy.start(self.server.port)
 
     def objects(self, prefix):
-        out, token = [], None
-        while True:
-            kw = dict(Bucket="bench", Prefix=prefix)
-            if token:
-                kw["ContinuationToken"] = token
-            r = self.s3.list_objects_v2(**kw)
-            out += r.get("Contents", [])
-            if not r.get("IsTruncated"):
-                return out
-            token = r["NextContinuationToken"]
+        return self.server.objects(prefix)
 
     # -- the database, the followers and the writer -----------------------------
     def make_databases(self):

@@ -26,21 +26,14 @@ into two copies of a generated WAL database in lockstep. Measured:
   Litestream's (one run each, one after the other).
 Prints one JSON object (the report) on stdout; progress on stderr.
 """
-import argparse, datetime, json, os, random, shutil, signal, socket, statistics, struct, subprocess, sys, threading, time
+import argparse, datetime, json, os, random, shutil, signal, statistics, struct, subprocess, sys, threading, time
 
-import boto3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import s3server  # noqa: E402
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def iso(t):
@@ -75,31 +68,11 @@ class Bench:
 
     # -- the S3 server ---------------------------------------------------------
     def start_moto(self):
-        port = free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self.moto = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, env=self.env)
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        self.s3 = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                               aws_access_key_id="test", aws_secret_access_key="test")
-        self.s3.create_bucket(Bucket="bench")
+        self.server = s3server.Moto(self.env)
+        self.endpoint, self.s3, self.moto = self.server.endpoint, self.server.s3, self.server.process
 
     def objects(self, prefix):
-        out, token = [], None
-        while True:
-            kw = dict(Bucket="bench", Prefix=prefix)
-            if token:
-                kw["ContinuationToken"] = token
-            r = self.s3.list_objects_v2(**kw)
-            out += r.get("Contents", [])
-            if not r.get("IsTruncated"):
-                return out
-            token = r["NextContinuationToken"]
+        return self.server.objects(prefix)
 
     # -- databases and followers -----------------------------------------------
     def make_base(self):
@@ -470,9 +443,8 @@ class Bench:
             for p in ("lc", "ls"):
                 if hasattr(self, p) and getattr(self, p).poll() is None:
                     getattr(self, p).kill()
-            if hasattr(self, "moto"):
-                self.moto.terminate()
-                self.moto.wait()
+            if hasattr(self, "server"):
+                self.server.stop()
         print(json.dumps(self.report, indent=1))
 
 
