@@ -1,6 +1,9 @@
 // Repository locks: each run writes `locks/<random id>` (host, pid, time,
 // exclusive or not) and then lists the others. Backups hold shared locks, so
-// several back up at once; prune holds an exclusive one. A lock whose process
+// several back up at once; prune holds an exclusive one. An exclusive lock
+// that finds only shared ones waits with its lock in place (a shared lock
+// taken meanwhile sees it and steps back), so that a prune gets in under
+// followers and backups that never all pause at once. A lock whose process
 // is gone (same host) or that was not refreshed for 30 minutes is stale: it
 // is ignored, reported, and removed by `litectl unlock`. `list` also names
 // followers' leases (FollowerLease.swift), which no lock conflicts with, so
@@ -59,7 +62,15 @@ public final class RepoLock: @unchecked Sendable {
         let deadline = Deadline(seconds: timeout)
         while true {
             try write()
-            let conflicts = try conflicting()
+            var conflicts = try conflicting()
+            // An exclusive lock waits in place for shared ones to go, unless
+            // an exclusive lock before it is there too (`precedes`): that
+            // one waits, this one steps back, so two never wait for each other.
+            while exclusive, !conflicts.isEmpty, !conflicts.contains(where: { $0.exclusive && precedes($0) }), !deadline.passed {
+                usleep(500_000)
+                try refresh()
+                conflicts = try conflicting()
+            }
             if conflicts.isEmpty { return }
             release()
             if deadline.passed {
@@ -70,13 +81,36 @@ public final class RepoLock: @unchecked Sendable {
         }
     }
 
+    /// Whether `other`, an exclusive lock, was taken before this one: the
+    /// older by the time each lock records, then by name (every run orders
+    /// two locks alike).
+    private func precedes(_ other: RepoLockInfo) -> Bool {
+        other.time != written ? other.time < written : other.key < key
+    }
+
+    /// Whether another run's exclusive lock (not stale) waits or is held,
+    /// for a holder of a shared lock that can let it go between steps (the
+    /// fleet's, replicate --dir). One listing, and a read of each lock but
+    /// `key` (the caller's own).
+    static func exclusiveWaiting(_ repository: Repository, except key: String) throws -> Bool {
+        for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) && object.key != key {
+            guard let lock = read(repository, object.key) else { continue }
+            if lock.exclusive && lock.staleReason == nil { return true }
+        }
+        return false
+    }
+
+    /// This lock's name (empty once let go).
+    var name: String { key }
+
     private func write() throws {
+        let now = Clock.wall()
         let body = JSON.object([("hostname", .string(Self.hostname)), ("pid", .integer(Int64(getpid()))),
-                                ("time_unix", .number(Clock.wall())), ("exclusive", .bool(exclusive)),
+                                ("time_unix", .number(now)), ("exclusive", .bool(exclusive)),
                                 ("command", .string(command))])
         let (id, _) = try repository.putObject(prefix: "locks", Array(body.compact.utf8) + randomBytes(16))
         key = "locks/" + id
-        written = Clock.wall()
+        written = now
     }
 
     private func randomBytes(_ n: Int) -> [UInt8] {
@@ -131,6 +165,23 @@ public final class RepoLock: @unchecked Sendable {
             && name.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
+    /// The lock `key`; one that cannot be read is an exclusive lock of an
+    /// unknown owner (stale); nil when it is gone meanwhile (let go).
+    static func read(_ repository: Repository, _ key: String) -> RepoLockInfo? {
+        let bytes: [UInt8]
+        do { bytes = try repository.getObject(key) } catch {
+            if let e = error as? StoreError, e.kind == .notFound { return nil }
+            return RepoLockInfo(key: key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock")
+        }
+        guard let o = try? JSONSerialization.jsonObject(with: Data(lockJSON(bytes))) as? [String: Any] else {
+            return RepoLockInfo(key: key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock")
+        }
+        return RepoLockInfo(key: key, hostname: o["hostname"] as? String ?? "?",
+                            pid: Int32((o["pid"] as? NSNumber)?.intValue ?? 0),
+                            time: (o["time_unix"] as? NSNumber)?.doubleValue ?? 0,
+                            exclusive: (o["exclusive"] as? Bool) ?? true, command: o["command"] as? String ?? "?")
+    }
+
     /// Every lock in the repository (unreadable ones count as stale ones of
     /// unknown owner), then, with `leases`, every follower's lease. Files
     /// under `locks/` not named as litectl names locks are left out
@@ -138,18 +189,7 @@ public final class RepoLock: @unchecked Sendable {
     public static func list(_ repository: Repository, leases: Bool = true) throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
         for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) {
-            guard let bytes = try? repository.getObject(object.key) else {
-                out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
-                continue
-            }
-            guard let o = try? JSONSerialization.jsonObject(with: Data(lockJSON(bytes))) as? [String: Any] else {
-                out.append(RepoLockInfo(key: object.key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock"))
-                continue
-            }
-            out.append(RepoLockInfo(key: object.key, hostname: o["hostname"] as? String ?? "?",
-                                    pid: Int32((o["pid"] as? NSNumber)?.intValue ?? 0),
-                                    time: (o["time_unix"] as? NSNumber)?.doubleValue ?? 0,
-                                    exclusive: (o["exclusive"] as? Bool) ?? true, command: o["command"] as? String ?? "?"))
+            if let lock = read(repository, object.key) { out.append(lock) }
         }
         if leases {
             out += try FollowerLease.list(repository).map {

@@ -6,7 +6,9 @@ struct Prune: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove pages and objects that no snapshot of a repository needs.",
         discussion: """
-            Under an exclusive lock (backups wait for it, up to their --timeout): packs no \
+            Under an exclusive lock (it waits for backups and followers to let their \
+            shared locks go, up to --timeout, its lock in place so that new ones wait for \
+            it; backups wait for it, up to their --timeout): packs no \
             snapshot needs are deleted; packs whose live pages are under half their size \
             are rewritten with only those pages; the index is rewritten; page lists no \
             snapshot needs and packs left by killed runs are deleted. The order (new packs, \
