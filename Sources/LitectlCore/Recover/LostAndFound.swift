@@ -2,7 +2,8 @@
 // makes it, with two more columns: rows that could be read but not placed in
 // their table (on pages no b-tree reaches that fit no known table, out of
 // place on a damaged page, refused by the new schema, or with a value lost to
-// a broken overflow chain), each with where it was found and why. Rows are
+// a broken overflow chain; and R*Tree entries their module refuses), each
+// with where it was found and why. Rows are
 // held until the run ends (or a budget of memory fills) and the table is
 // made then, as wide as the widest of them: a damaged record can claim
 // thousands of fields, and widening the table one ALTER TABLE ADD COLUMN

@@ -6,7 +6,8 @@
 // is written only after the rows: when the salvaged shadow rows pass the
 // checks of rtreecheck(), as they were (an exact copy); else the tree is
 // built again through the module from the entries its leaf nodes still hold,
-// and the report says how many entries were lost. The recover extension
+// and the report says how many entries were lost (an entry the module
+// refuses, a box whose minimum exceeds its maximum, goes to lost_and_found). The recover extension
 // copies shadow rows as they are; this goes further so that OUT stays sound.
 // https://www.sqlite.org/rtree.html
 
