@@ -93,7 +93,9 @@ public struct SalvageTally: Sendable, Equatable, CustomStringConvertible {
     /// The original's rows among them, by rowid (their values may be damaged).
     public var present = 0
     /// Rows in the table itself exactly as in the original (rowid and every
-    /// value, with its type; TEXT and BLOB byte for byte).
+    /// value, with its type; TEXT and BLOB byte for byte), and rows kept so
+    /// in lost_and_found because their order on a damaged page conflicts
+    /// with a neighbour's (see `tally`).
     public var exact = 0
 
     public init() {}
@@ -152,6 +154,16 @@ public struct SalvageTally: Sendable, Equatable, CustomStringConvertible {
             if let root = UInt32(digits) { generic[root, default: []].append(name) }
         }
 
+        // litectl's lost_and_found tables (those with a `reason` column), and
+        // how many value columns (c0, c1, ...) each has.
+        var withReason: [String: Int] = [:]
+        for laf in lostAndFound {
+            let columns = try sqlite3Lines(output, "SELECT name FROM pragma_table_info(\(sqlString(laf)))", original: nil)
+            if columns.contains("reason") {
+                withReason[laf] = columns.filter { $0.hasPrefix("c") && Int($0.dropFirst()) != nil }.count
+            }
+        }
+
         // One labelled SELECT per count; one that fails (a table the output
         // lacks or SQLite cannot read) prints nothing and counts 0.
         var script: [String] = []
@@ -168,6 +180,34 @@ public struct SalvageTally: Sendable, Equatable, CustomStringConvertible {
                 }
                 script.append("SELECT 'exact', \(sqlString(table)), count(*) FROM main.\(q) AS r JOIN o.\(q) AS s ON s.rowid = r.rowid"
                               + (same.isEmpty ? ";" : " WHERE " + same.joined(separator: " AND ") + ";"))
+            }
+            if !pages.isEmpty && !(map.trees[table]?.withoutRowid ?? true) {
+                // A row whose rowid's order on a damaged page conflicts with a
+                // neighbour's (one of the two is damaged, and the page cannot
+                // tell which) is kept by litectl in lost_and_found, both rows
+                // are, where the shell puts both in the table. Such a row kept
+                // there under the original's rowid with every value exact (an
+                // INTEGER PRIMARY KEY's field NULL, as in its record) counts
+                // as exactly kept: nothing of it is lost, and no row of the
+                // pair is put in the table under a rowid that may be wrong.
+                let info = try source.rows("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid", [.text(table)])
+                let keyed = info.filter { if case .integer(let k) = $0[2] { return k > 0 } else { return false } }
+                var alias: String?
+                if keyed.count == 1, case .text(let n) = keyed[0][0], case .text(let t) = keyed[0][1],
+                   KeptRows.asciiUpperCase(String(decoding: t, as: UTF8.self)) == "INTEGER" {
+                    alias = String(decoding: n, as: UTF8.self)
+                }
+                for (laf, width) in withReason.sorted(by: { $0.key < $1.key }) {
+                    var match = ["l.id = s.rowid", "l.reason = 'out of key order or range on a damaged page'", "l.pgno IN (\(pageList))"]
+                    for (i, row) in info.enumerated() {
+                        guard case .text(let n) = row[0] else { continue }
+                        let name = String(decoding: n, as: UTF8.self)
+                        let value = name == alias ? "NULL" : "s.\(quoteIdentifier(name))"
+                        match.append(i < width ? "l.c\(i) IS \(value) COLLATE BINARY AND typeof(l.c\(i)) = typeof(\(value))" : "\(value) IS NULL")
+                    }
+                    script.append("SELECT 'exact', \(sqlString(table)), count(*) FROM main.\(quoteIdentifier(laf)) AS l "
+                                  + "JOIN o.\(q) AS s ON s.rowid = l.id WHERE \(match.joined(separator: " AND "));")
+                }
             }
             if !pages.isEmpty {
                 for laf in lostAndFound {
@@ -186,10 +226,25 @@ public struct SalvageTally: Sendable, Equatable, CustomStringConvertible {
                               + "WHERE k IN (SELECT rowid FROM o.\(q));")
             }
         }
-        for rtree in rtrees where present.contains(rtree) {
+        for rtree in rtrees {
             let q = quoteIdentifier(rtree)
             let columns = try columns(rtree)
             guard let id = columns.first.map(quoteIdentifier) else { continue }
+            // An entry whose box a flipped bit made invalid (a minimum above
+            // its maximum) is refused by the module: litectl keeps it in
+            // lost_and_found (id, then the entry's values, under the root of
+            // the R*Tree's _node table, its reason naming the R*Tree), where
+            // the shell copies it into the tree as it is. It counts as kept,
+            // and as the original's when its id is.
+            if let node = map.trees[rtree + "_node"] {
+                for laf in withReason.keys.sorted() {
+                    let match = "FROM main.\(quoteIdentifier(laf)) WHERE rootpgno = \(node.root) AND nfield = \(columns.count) "
+                        + "AND reason LIKE \(sqlString("an entry of R*Tree \(rtree) %"))"
+                    script.append("SELECT 'rows', \(sqlString(rtree)), count(*) \(match);")
+                    script.append("SELECT 'present', \(sqlString(rtree)), count(*) \(match) AND id IN (SELECT \(id) FROM o.\(q));")
+                }
+            }
+            guard present.contains(rtree) else { continue }
             script.append("SELECT 'rows', \(sqlString(rtree)), count(*) FROM main.\(q);")
             script.append("SELECT 'present', \(sqlString(rtree)), count(*) FROM main.\(q) WHERE \(id) IN (SELECT \(id) FROM o.\(q));")
             let same = columns.map { "r.\(quoteIdentifier($0)) IS s.\(quoteIdentifier($0))" }.joined(separator: " AND ")

@@ -2,7 +2,8 @@
 // makes it, with two more columns: rows that could be read but not placed in
 // their table (on pages no b-tree reaches that fit no known table, out of
 // place on a damaged page, refused by the new schema, or with a value lost to
-// a broken overflow chain), each with where it was found and why. Rows are
+// a broken overflow chain; and R*Tree entries their module refuses), each
+// with where it was found and why. Rows are
 // held until the run ends (or a budget of memory fills) and the table is
 // made then, as wide as the widest of them: a damaged record can claim
 // thousands of fields, and widening the table one ALTER TABLE ADD COLUMN
@@ -22,9 +23,10 @@ final class LostAndFound {
     init(database: RecoveredDatabase) { self.database = database }
 
     /// One field of a held row: NULL for a field whose bytes were lost;
-    /// TEXT in the database's encoding, unconverted.
+    /// TEXT in the database's encoding, unconverted, or (`utf8Text`) as
+    /// SQLite returned it, converted back when bound.
     private enum Field {
-        case null, integer(Int64), real(Double), text([UInt8]), blob([UInt8])
+        case null, integer(Int64), real(Double), text([UInt8]), utf8Text([UInt8]), blob([UInt8])
     }
 
     /// A row held until `flush`.
@@ -60,6 +62,27 @@ final class LostAndFound {
             bytes += 24
         }
         held.append(Held(root: root, page: page, cell: cell, fieldCount: record.count, rowid: rowid, reason: reason, fields: fields))
+        heldBytes += bytes
+        rows += 1
+        if heldBytes > LostAndFound.holdBudget { try flush() }
+    }
+
+    /// Adds `values`, read back from the new database (TEXT in UTF-8, as
+    /// SQLite returns it): an R*Tree entry its module refuses, say. `nfield`
+    /// is their count.
+    func add(root: UInt32, page: UInt32, cell: Int, rowid: Int64?, values: [Value], reason: String) throws {
+        var bytes = 64 + reason.utf8.count
+        let fields: [Field] = values.prefix(SalvagedRecord.maxColumns).map { value in
+            bytes += 24
+            switch value {
+            case .null: return .null
+            case .integer(let v): return .integer(v)
+            case .real(let v): return .real(v)
+            case .text(let b): bytes += b.count; return .utf8Text(b)
+            case .blob(let b): bytes += b.count; return .blob(b)
+            }
+        }
+        held.append(Held(root: root, page: page, cell: cell, fieldCount: values.count, rowid: rowid, reason: reason, fields: fields))
         heldBytes += bytes
         rows += 1
         if heldBytes > LostAndFound.holdBudget { try flush() }
@@ -113,6 +136,7 @@ final class LostAndFound {
                 case .integer(let v): sqlite3_bind_int64(handle, index, v)
                 case .real(let v): sqlite3_bind_double(handle, index, v)
                 case .text(let b): b.withUnsafeBytes { bindRaw(handle, index, .text($0), encoding: encoding) }
+                case .utf8Text(let b): b.withUnsafeBytes { bindRaw(handle, index, .text($0), encoding: .utf8) }
                 case .blob(let b): b.withUnsafeBytes { bindRaw(handle, index, .blob($0), encoding: encoding) }
                 }
             }

@@ -30,6 +30,9 @@ struct RTreeEntry {
     var auxiliary: [Value]
     /// `_rowid` names the node it was found in as its node.
     var confirmed: Bool
+    /// The node it was found in, and its cell there.
+    var node: Int64
+    var cell: Int
 }
 
 /// The salvaged shadow tables of one R*Tree, read by key.
@@ -181,9 +184,10 @@ final class RTreeSalvage {
     /// Calls `take` with each entry the salvaged nodes still hold: first
     /// those of the nodes the walk from node 1 reaches at leaf depth, then
     /// those of any other node that `_rowid` names as their node (a leaf the
-    /// walk could not reach). Boxes whose minimum exceeds their maximum are
-    /// left out. A rowid may come twice (a stale copy of a node): `take`
-    /// keeps the copy `_rowid` confirms, else the first.
+    /// walk could not reach). Boxes whose minimum exceeds their maximum
+    /// come too (see `invalidDimension`: the module refuses them, and the
+    /// caller keeps them elsewhere). A rowid may come twice (a stale copy of
+    /// a node): `take` keeps the copy `_rowid` confirms, else the first.
     func forEachEntry(_ take: (RTreeEntry) throws -> Void) throws {
         var visited: Set<Int64> = []
         var leafNodes: [Int64] = []
@@ -210,13 +214,13 @@ final class RTreeSalvage {
             }
         }
         func takeCells(of number: Int64, _ data: [UInt8], requireConfirmation: Bool) throws {
-            for cell in cells(data) {
+            for (index, cell) in cells(data).enumerated() {
                 let mapping = try mapping(cell.key)
                 let confirmed = mapping?.node == .integer(number)
                 if requireConfirmation && !confirmed { continue }
-                if (0..<shape.dimensions).contains(where: { greater(cell.coordinates[2 * $0], cell.coordinates[2 * $0 + 1]) }) { continue }
                 try take(RTreeEntry(rowid: cell.key, coordinates: cell.coordinates,
-                                    auxiliary: mapping?.auxiliary ?? Array(repeating: .null, count: shape.auxiliary), confirmed: confirmed))
+                                    auxiliary: mapping?.auxiliary ?? Array(repeating: .null, count: shape.auxiliary), confirmed: confirmed,
+                                    node: number, cell: index))
             }
         }
         for number in leafNodes { try takeCells(of: number, try node(number) ?? [], requireConfirmation: false) }
@@ -229,14 +233,26 @@ final class RTreeSalvage {
         }
     }
 
-    /// The `_rowid` rows of this tree whose entry the R*Tree `kept` (in
-    /// main) does not hold: known losses.
-    func unmappedEntries(notIn kept: String) throws -> Int {
+    /// The first dimension of `entry` whose minimum exceeds its maximum (as
+    /// the tree's coordinate type compares them), or nil: the module refuses
+    /// such a box with a constraint error.
+    func invalidDimension(_ entry: RTreeEntry) -> Int? {
+        (0..<shape.dimensions).first { greater(entry.coordinates[2 * $0], entry.coordinates[2 * $0 + 1]) }
+    }
+
+    /// The `_rowid` rows of this tree whose entry neither the R*Tree `kept`
+    /// (in main) holds nor `elsewhere` names (entries kept in
+    /// lost_and_found): known losses.
+    func unmappedEntries(notIn kept: String, elsewhere: Set<Int64> = []) throws -> Int {
         guard let rowidTable else { return 0 }
-        let lost = try db.scalar("""
-            SELECT count(*) FROM \(quoteIdentifier(schema, rowidTable)) WHERE rowid NOT IN (SELECT rowid FROM main.\(quoteIdentifier(kept)))
+        let missing = try db.prepare("""
+            SELECT rowid FROM \(quoteIdentifier(schema, rowidTable)) WHERE rowid NOT IN (SELECT rowid FROM main.\(quoteIdentifier(kept)))
             """)
-        if case .integer(let n)? = lost { return Int(n) }
-        return 0
+        var lost = 0
+        try missing.forEachRow { row in
+            if case .integer(let rowid) = row.value(at: 0), elsewhere.contains(rowid) { return }
+            lost += 1
+        }
+        return lost
     }
 }

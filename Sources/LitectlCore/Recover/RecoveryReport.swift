@@ -36,8 +36,11 @@ public struct RecoveryReport: Sendable {
         /// Entries in the new table.
         public var entries: Int
         /// Entries known lost: `_rowid` rows whose entry no node holds any
-        /// more, and entries the module refused.
+        /// more (nor lost_and_found).
         public var entriesLost: Int
+        /// Entries the module refused (a box whose minimum exceeds its
+        /// maximum), kept in lost_and_found instead.
+        public var entriesInLostAndFound: Int
         /// Built again (its shadow rows did not form a sound tree).
         public var rebuilt: Bool
         /// Why it was built again.
@@ -154,6 +157,7 @@ public struct RecoveryReport: Sendable {
                     ("name", .string(rtree.name)),
                     ("entries", .integer(Int64(rtree.entries))),
                     ("entries_lost", .integer(Int64(rtree.entriesLost))),
+                    ("entries_in_lost_and_found", .integer(Int64(rtree.entriesInLostAndFound))),
                     ("rebuilt", .bool(rtree.rebuilt)),
                     ("problem", .optional(rtree.problem) { .string($0) }),
                 ])

@@ -6,7 +6,8 @@
 // is written only after the rows: when the salvaged shadow rows pass the
 // checks of rtreecheck(), as they were (an exact copy); else the tree is
 // built again through the module from the entries its leaf nodes still hold,
-// and the report says how many entries were lost. The recover extension
+// and the report says how many entries were lost (an entry the module
+// refuses, a box whose minimum exceeds its maximum, goes to lost_and_found). The recover extension
 // copies shadow rows as they are; this goes further so that OUT stays sound.
 // https://www.sqlite.org/rtree.html
 
@@ -109,7 +110,8 @@ extension RecoveryRun {
                         failures.append(.init(type: "table", name: name, message: describe(error)))
                         continue
                     }
-                    rtreeResults.append(.init(name: name, entries: try data.count(present["_rowid"]), entriesLost: 0, rebuilt: false, problem: nil))
+                    rtreeResults.append(.init(name: name, entries: try data.count(present["_rowid"]), entriesLost: 0, entriesInLostAndFound: 0,
+                                              rebuilt: false, problem: nil))
                     continue
                 }
             }
@@ -161,8 +163,21 @@ extension RecoveryRun {
         let insert = try out.db.prepare("INSERT INTO \(target) VALUES (\((1...count).map { "?\($0)" }.joined(separator: ", ")))")
         let exists = try out.db.prepare("SELECT 1 FROM \(target) WHERE rowid = ?1")
         let remove = try out.db.prepare("DELETE FROM \(target) WHERE rowid = ?1")
-        var refused = 0
+        // Entries the module refuses (a box whose minimum exceeds its
+        // maximum, after a flipped bit): kept in lost_and_found, never
+        // dropped (the shell's `.recover` copies them into a tree that
+        // rtreecheck() fails).
+        var refused: [(entry: RTreeEntry, values: [Value], why: String)] = []
         try data.forEachEntry { entry in
+            var values: [Value] = [.integer(entry.rowid)]
+            for pattern in entry.coordinates {
+                values.append(plan.shape.integer ? .integer(Int64(Int32(bitPattern: pattern))) : .real(Double(Float(bitPattern: pattern))))
+            }
+            values += entry.auxiliary
+            if let dimension = data.invalidDimension(entry) {
+                refused.append((entry, values, "the minimum of its dimension \(dimension + 1) exceeds the maximum"))
+                return
+            }
             try exists.bind([.integer(entry.rowid)])
             let present = try exists.step()
             exists.reset()
@@ -173,26 +188,38 @@ extension RecoveryRun {
                 try remove.step()
                 remove.reset()
             }
-            var values: [Value] = [.integer(entry.rowid)]
-            for pattern in entry.coordinates {
-                values.append(plan.shape.integer ? .integer(Int64(Int32(bitPattern: pattern))) : .real(Double(Float(bitPattern: pattern))))
-            }
-            try insert.bind(values + entry.auxiliary)
+            try insert.bind(values)
             do {
                 try insert.step()
             } catch let error as DatabaseError where error.primaryCode == .constraint || error.primaryCode == .mismatch {
-                refused += 1
+                refused.append((entry, values, error.message))
             }
             insert.reset()
+        }
+        // One row per refused entry the tree does not hold (a copy _rowid
+        // confirms first), under the root page of the tree's _node table.
+        let root = tables.values.first { sameSQLName($0.name, name + "_node") }?.root ?? 0
+        var elsewhere: Set<Int64> = []
+        for item in refused.filter({ $0.entry.confirmed }) + refused.filter({ !$0.entry.confirmed }) {
+            try exists.bind([.integer(item.entry.rowid)])
+            let present = try exists.step()
+            exists.reset()
+            guard !present, elsewhere.insert(item.entry.rowid).inserted else { continue }
+            try lost.add(root: root, page: 0, cell: item.entry.cell, rowid: item.entry.rowid, values: item.values,
+                         reason: "an entry of R*Tree \(name) (cell \(item.entry.cell) of node \(item.entry.node)) "
+                             + "its module refuses: \(item.why)")
         }
         let kept = try out.db.scalar("SELECT count(*) FROM \(target)")
         let entries: Int
         if case .integer(let n)? = kept { entries = Int(n) } else { entries = 0 }
-        let lost = try data.unmappedEntries(notIn: name) + refused
+        let lostEntries = try data.unmappedEntries(notIn: name, elsewhere: elsewhere)
         for table in staged.values { try out.db.execute("DROP TABLE \(quoteIdentifier("temp", table))") }
-        rtreeResults.append(.init(name: name, entries: entries, entriesLost: lost, rebuilt: true, problem: why))
-        problems.append("R*Tree \(name) was damaged (\(why)): built again from the \(entries) entries "
-                        + "its nodes still hold\(lost > 0 ? "; \(lost) entries are lost" : "")")
+        rtreeResults.append(.init(name: name, entries: entries, entriesLost: lostEntries, entriesInLostAndFound: elsewhere.count,
+                                  rebuilt: true, problem: why))
+        var outcome = "built again from the \(entries) entries its nodes still hold"
+        if !elsewhere.isEmpty { outcome += "; \(elsewhere.count) entries its module refuses are in lost_and_found" }
+        if lostEntries > 0 { outcome += "; \(lostEntries) entries are lost" }
+        problems.append("R*Tree \(name) was damaged (\(why)): \(outcome)")
     }
 
     /// Copies `table` (main) to a new temporary table named `stem`: its

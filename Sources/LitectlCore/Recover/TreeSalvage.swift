@@ -224,28 +224,43 @@ final class TreeSalvage {
         }
     }
 
-    /// Which keys belong to the longest strictly ascending run (among those
-    /// not already doubtful or stray): the others are out of place.
+    /// Which keys belong to every longest strictly ascending run (among
+    /// those not already doubtful or stray): the others are out of place.
+    /// A key in some longest run but not all could trade places with
+    /// another (rowids 10, 30, 20, 40: one of 30 and 20 is damaged, and the
+    /// page cannot tell which): both are out of place, so that no row is
+    /// put in its table under a rowid that may be the damaged one.
     static func ascendingRun(_ keys: [Int64], _ trust: [CellTrust]) -> [Bool] {
-        // Longest strictly increasing subsequence, O(n log n).
         let indices = keys.indices.filter { trust[$0].placeable }
-        var tails: [Int] = []          // index into `indices` of the smallest tail of each length
-        var previous = Array(repeating: -1, count: indices.count)
-        for (k, i) in indices.enumerated() {
+        let values = indices.map { keys[$0] }
+        // The longest run ending at each key, and (the keys reversed and
+        // complemented, which reverses their order) starting at each.
+        let ending = longestRunLengths(values)
+        let starting = Array(longestRunLengths(values.reversed().map { ~$0 }).reversed())
+        let longest = ending.max() ?? 0
+        var onSomeRun = Array(repeating: false, count: values.count)
+        var atLength: [Int: Int] = [:]
+        for k in values.indices where ending[k] + starting[k] - 1 == longest {
+            onSomeRun[k] = true
+            atLength[ending[k], default: 0] += 1
+        }
+        var result = Array(repeating: false, count: keys.count)
+        for k in values.indices where onSomeRun[k] && atLength[ending[k]] == 1 { result[indices[k]] = true }
+        return result
+    }
+
+    /// For each of `keys`, the length of the longest strictly ascending run
+    /// of `keys` that ends with it (O(n log n)).
+    static func longestRunLengths(_ keys: [Int64]) -> [Int] {
+        var tails: [Int64] = []  // the smallest last key of a run of each length
+        return keys.map { key in
             var lo = 0, hi = tails.count
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if keys[indices[tails[mid]]] < keys[i] { lo = mid + 1 } else { hi = mid }
+                if tails[mid] < key { lo = mid + 1 } else { hi = mid }
             }
-            if lo > 0 { previous[k] = tails[lo - 1] }
-            if lo == tails.count { tails.append(k) } else { tails[lo] = k }
+            if lo == tails.count { tails.append(key) } else { tails[lo] = key }
+            return lo + 1
         }
-        var result = Array(repeating: false, count: keys.count)
-        var k = tails.last ?? -1
-        while k >= 0 {
-            result[indices[k]] = true
-            k = previous[k]
-        }
-        return result
     }
 }
