@@ -29,7 +29,8 @@ struct Recover: ParsableCommand {
             are made before the rows, other indexes, views and triggers after them. \
             An R*Tree whose shadow rows no longer form a sound tree is built again \
             through its module from the entries its nodes still hold (the report \
-            counts those lost); a virtual table whose CREATE statement no longer \
+            counts those lost; an entry the module refuses, a box whose minimum is \
+            above its maximum, goes to lost_and_found); a virtual table whose CREATE statement no longer \
             parses is left out. \
             A row that cannot be placed in its table (on a page no b-tree reaches that \
             fits no table, out of place on a damaged page, refused by a constraint of \
