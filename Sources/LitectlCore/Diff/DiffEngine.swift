@@ -564,6 +564,8 @@ public enum DiffEngine {
         case .gaps(_, let ranges) where ranges.isEmpty, .unsharedRowids(_, let ranges) where ranges.isEmpty:
             // Nothing shared (a VACUUMed or restored copy): every row, from the pages where it can be.
             reading = .everything
+        case .spans where reading.isEverything:
+            reading = .everything
         case .everything:
             break
         default:
@@ -597,6 +599,38 @@ public enum DiffEngine {
                         let next = try ranges[i - 1].high.bind(to: statement, at: 1)
                         if i < ranges.count { _ = try ranges[i].low.bind(to: statement, at: next) }
                     }
+                }
+                return select
+            }
+        case .spans(let keys, let spans):
+            // The rows inside each span, span by span in key order; one
+            // statement for each shape of span (which ends it has, included or not).
+            let key = keys.count == 1 ? keys[0] : "(" + keys.joined(separator: ", ") + ")"
+            func parameters(_ first: Int) -> String {
+                keys.count == 1 ? "?\(first)" : "(" + keys.indices.map { "?\(first + $0)" }.joined(separator: ", ") + ")"
+            }
+            func shape(_ span: KeySpan) -> String {
+                var terms: [String] = []
+                if span.low != nil { terms.append("\(key) \(span.lowIncluded ? ">=" : ">") \(parameters(1))") }
+                if span.high != nil {
+                    terms.append("\(key) \(span.highIncluded ? "<=" : "<") \(parameters(span.low == nil ? 1 : keys.count + 1))")
+                }
+                return terms.isEmpty ? "1" : terms.joined(separator: " AND ")
+            }
+            var selects: [String: WideSelect] = [:]
+            for span in spans where selects[shape(span)] == nil {
+                selects[shape(span)] = try prepareRows(connection, plan, where: shape(span))
+            }
+            let columns = try selects.values.first?.columnCount ?? prepareRows(connection, plan, where: "0").columnCount
+            let prepared = selects
+            return try RowStream(columns: columns, segmentCount: spans.count) { i in
+                let span = spans[i]
+                let select = prepared[shape(span)]!
+                select.reset()
+                try select.bind { statement in
+                    var next = 1
+                    if let low = span.low { next = try KeyBound.values(low).bind(to: statement, at: next) }
+                    if let high = span.high { _ = try KeyBound.values(high).bind(to: statement, at: next) }
                 }
                 return select
             }

@@ -53,6 +53,10 @@ struct SharedRanges {
     var sharedPages = 0
     /// A's leaf pages (identical ones among them count in `sharedPages`).
     var leavesA = 0
+    /// When set (WITHOUT ROWID tables compared by page id): the key spans,
+    /// in key order and disjoint, outside which every row is identical in A
+    /// and B; the diff reads the rows inside them (`ranges` is then empty).
+    var unshared: [KeySpan]? = nil
 }
 
 /// Finds the key ranges of a table whose b-tree pages are identical in A and B.
@@ -61,8 +65,9 @@ final class SharedPages {
     let b: PageFile
     private let pageSize: Int
     private let usable: Int
-    /// Both files served by content-addressed sources (two moments): rowid
-    /// tables are compared by page id (IdentifiedSharedPages.swift).
+    /// Both files served by content-addressed sources (two moments), or one
+    /// and a file hashed as it names pages: tables are compared by page id
+    /// (IdentifiedSharedPages.swift).
     private let identified: IdentifiedImages?
 
     /// nil when the two files cannot share pages meaningfully: different page
@@ -87,7 +92,9 @@ final class SharedPages {
     /// compared without one identical page).
     func ranges(table name: String, withoutRowid: Bool, keyColumns: Int) throws -> SharedRanges? {
         guard let rootA = try rootPage(a.connection, name), let rootB = try rootPage(b.connection, name) else { return nil }
-        if !withoutRowid, let identified, let shared = identified.ranges(rootA: rootA, rootB: rootB) { return shared }
+        if let identified, let shared = identified.ranges(rootA: rootA, rootB: rootB, keyColumns: withoutRowid ? keyColumns : 0) {
+            return shared
+        }
         var walkB = TreeWalk(file: b, usable: usable)
         guard walkB.collect(rootB) else { return nil }
         var comparison = TreeComparison(a: a, b: b, usable: usable, keyColumns: withoutRowid ? keyColumns : 0, treeB: walkB)
@@ -464,12 +471,16 @@ struct TableShortcut {
         case gaps(keys: [String], ranges: [(low: KeyBound, high: KeyBound)])
         /// Rows whose rowid lies outside the shared ranges, in whatever order the plan sorts.
         case unsharedRowids(rowid: String, ranges: [(low: KeyBound, high: KeyBound)])
+        /// Rows inside the spans (in key order, disjoint), span by span in
+        /// key order, with the key columns' SQL names.
+        case spans(keys: [String], spans: [KeySpan])
 
         /// Every row: nothing shared to skip.
         var isEverything: Bool {
             switch self {
             case .everything: return true
             case .gaps(_, let ranges), .unsharedRowids(_, let ranges): return ranges.isEmpty
+            case .spans(_, let spans): return spans.count == 1 && spans[0].low == nil && spans[0].high == nil
             }
         }
     }
@@ -502,6 +513,9 @@ struct TableShortcut {
             return .unsharedRowids(rowid: rowidName, ranges: shared.ranges)
         case .primaryKey:
             guard plan.mode == .key, keyOrderIsTreeOrder else { return .everything }
+            if let unshared = shared.unshared {
+                return .spans(keys: plan.keyIndexes.map { quoteIdentifier(plan.columns[$0]) }, spans: unshared)
+            }
             return .gaps(keys: plan.keyIndexes.map { quoteIdentifier(plan.columns[$0]) }, ranges: shared.ranges)
         }
     }

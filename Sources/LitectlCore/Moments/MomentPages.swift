@@ -322,4 +322,14 @@ extension MomentPages: IdentifiedPages {
               other.fetcher.repository.location == fetcher.repository.location else { return false }
         return ids[number - 1] == other.ids[number - 1]
     }
+
+    /// A local file's page against this moment's: hashed as the repository
+    /// names pages (SHA-256, or HMAC-SHA256 under the page-id key of an
+    /// encrypted repository: docs/repository.md, "Working keys and page
+    /// ids"), so a diff of a moment and a local file fetches only the pages
+    /// whose ids differ.
+    func samePage(_ number: Int, asBytes bytes: UnsafeRawBufferPointer) -> Bool {
+        guard number >= 1, number <= ids.count, bytes.count == pageSize else { return false }
+        return fetcher.repository.keys.pageID(bytes) == ids[number - 1]
+    }
 }

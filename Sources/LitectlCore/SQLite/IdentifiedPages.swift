@@ -12,6 +12,17 @@ public protocol IdentifiedPages: ImagePages {
     /// in `other`; false when they differ, or when either cannot tell (then
     /// the caller reads both).
     func samePage(_ number: Int, in other: any ImagePages) -> Bool
+
+    /// True only when page `number` is known to hold `bytes` (a page of a
+    /// file that is no such source, hashed here as this source names its
+    /// pages: a moment against a local file); false when it does not or
+    /// when this source cannot tell.
+    func samePage(_ number: Int, asBytes bytes: UnsafeRawBufferPointer) -> Bool
+}
+
+extension IdentifiedPages {
+    /// A source that cannot name another file's page tells nothing.
+    public func samePage(_ number: Int, asBytes bytes: UnsafeRawBufferPointer) -> Bool { false }
 }
 
 extension PageVFS {
