@@ -464,7 +464,7 @@ final class FollowerProcess {
         // Once a gathering has left packs to remove, a prune has work: it
         // gathers every index object, those of the period under way too,
         // whose packs the next gathering replaces.
-        _ = try waitUntil(20, every: 0.2) { try self.events(events).contains(where: { $0["kind"] as? String == "merge" }) }
+        #expect(try waitUntil(20, every: 0.2) { try self.events(events).contains(where: { $0["kind"] as? String == "merge" }) }, "a gathering came")
         let prune = try repo.run(["prune", "--timeout", "60", "--json"])
         #expect(prune.status == 0, "\(prune.stderr)")
         let pruned = (try JSONSerialization.jsonObject(with: Data(prune.stdout.utf8)) as? [String: Any])?["index_objects_replaced"] as? Int ?? 0

@@ -127,3 +127,63 @@ import TestSupport
         #expect(failures.withLock { $0 } >= 1, "a unit's lock stepped back while the prune waited or held")
     }
 }
+
+/// A folder store whose reads of one key fail as a store that cannot be
+/// reached fails (fault injection over a real store, for the lock reader).
+final class UnreachableKeyStore: ObjectStore, @unchecked Sendable {
+    let inner: FolderStore
+    let failing: Locked<String?> = Locked(nil)
+    init(_ inner: FolderStore) { self.inner = inner }
+    var location: String { inner.location }
+    func put(_ key: String, _ bytes: [UInt8]) throws { try inner.put(key, bytes) }
+    func get(_ key: String) throws -> [UInt8] {
+        if failing.withLock({ $0 }) == key { throw StoreError(.unavailable, location: key, message: "503 Slow Down, after retries") }
+        return try inner.get(key)
+    }
+    func get(_ key: String, offset: Int64, length: Int) throws -> [UInt8] { try inner.get(key, offset: offset, length: length) }
+    func list(prefix: String) throws -> [StoredObject] { try inner.list(prefix: prefix) }
+    func delete(_ key: String) throws { try inner.delete(key) }
+}
+
+extension RepoLockWaitTests {
+    @Test func aLiveLockThatCannotBeReadForAMomentIsNeverTakenForAStaleOne() throws {
+        let folder = try TemporaryFolder("lock-wait")
+        let (_, folderStore) = try makeRepository(folder)
+        let store = UnreachableKeyStore(folderStore)
+        let repository = try Repository.open(store, secret: nil)
+        let backup = try RepoLock(repository, exclusive: false, command: "backup", timeout: 0)
+        defer { backup.release() }
+        store.failing.withLock { $0 = backup.name }
+        // The prune cannot read the backup's lock: it fails, never goes ahead, and leaves no lock.
+        #expect(throws: StoreError.self) { try RepoLock(repository, exclusive: true, command: "prune", timeout: 2) }
+        #expect(try folderStore.list(prefix: "locks/").map(\.key) == [backup.name])
+        // Readable again: the prune waits for it as for any live lock.
+        store.failing.withLock { $0 = nil }
+        #expect(throws: StoreError.self) { try RepoLock(repository, exclusive: true, command: "prune", timeout: 1) }
+        #expect(try folderStore.list(prefix: "locks/").map(\.key) == [backup.name])
+    }
+}
+
+extension RepoLockWaitTests {
+    @Test func aPruneThatGivesUpWhileTheFleetDrainsHoldsNoUnitBack() throws {
+        let folder = try TemporaryFolder("lock-wait")
+        let (repository, _) = try makeRepository(folder)
+        let fleet = FleetLock(repository: repository)
+        let stop = Locked(false)
+        let keeper = Thread { while !stop.withLock({ $0 }) { fleet.tend(); Thread.sleep(forTimeInterval: 0.2) } }
+        keeper.start()
+        defer { stop.withLock { $0 = true }; fleet.release() }
+        // A long unit (a large first copy) holds the fleet's lock past 5 s.
+        try fleet.enter()
+        let longUnitEnds = Clock.now() + 14
+        Thread.sleep(forTimeInterval: 5.5)
+        // A prune asks, the fleet drains, and the prune gives up before the long unit ends.
+        #expect(throws: StoreError.self) { try RepoLock(repository, exclusive: true, command: "prune", timeout: 2.5) }
+        // Another database's unit gets in once the prune is gone, not only when the long unit ends.
+        let entered = Locked<Double?>(nil)
+        Thread.detachNewThread { if (try? fleet.enter()) != nil { entered.withLock { $0 = Clock.now() }; fleet.leave() } }
+        #expect(waitUntil(6) { entered.withLock { $0 } != nil }, "a unit entered while the long one was still inside")
+        #expect((entered.withLock { $0 } ?? .infinity) < longUnitEnds - 2)
+        fleet.leave()
+    }
+}

@@ -20,15 +20,23 @@ class Moto:
         self.bucket = bucket
         self.process = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(self.port)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        self.s3 = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                               aws_access_key_id="test", aws_secret_access_key="test")
-        self.s3.create_bucket(Bucket=bucket)
+        try:
+            for _ in range(300):
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"moto_server exited with status {self.process.returncode}")
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                raise RuntimeError(f"moto_server did not listen on port {self.port} within 30 s")
+            self.s3 = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                                   aws_access_key_id="test", aws_secret_access_key="test")
+            self.s3.create_bucket(Bucket=bucket)
+        except BaseException:
+            self.stop()
+            raise
 
     def objects(self, prefix):
         """Every object under `prefix` (all pages of the listing)."""

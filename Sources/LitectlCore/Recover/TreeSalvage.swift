@@ -238,14 +238,23 @@ final class TreeSalvage {
         let ending = longestRunLengths(values)
         let starting = Array(longestRunLengths(values.reversed().map { ~$0 }).reversed())
         let longest = ending.max() ?? 0
+        // Per place in a longest run: the keys that can take it, and the
+        // last cell that can. One key there (two cells of the same rowid,
+        // a cell pointer that repeats another, among them) is certain: its
+        // last cell takes the place, as one cell of a rowid always did.
         var onSomeRun = Array(repeating: false, count: values.count)
-        var atLength: [Int: Int] = [:]
+        var atLength: [Int: (keys: Set<Int64>, last: Int)] = [:]
         for k in values.indices where ending[k] + starting[k] - 1 == longest {
             onSomeRun[k] = true
-            atLength[ending[k], default: 0] += 1
+            var place = atLength[ending[k]] ?? ([], k)
+            place.keys.insert(values[k])
+            place.last = k
+            atLength[ending[k]] = place
         }
         var result = Array(repeating: false, count: keys.count)
-        for k in values.indices where onSomeRun[k] && atLength[ending[k]] == 1 { result[indices[k]] = true }
+        for k in values.indices where onSomeRun[k] {
+            if let place = atLength[ending[k]], place.keys.count == 1, place.last == k { result[indices[k]] = true }
+        }
         return result
     }
 

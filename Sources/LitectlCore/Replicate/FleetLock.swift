@@ -108,13 +108,21 @@ final class FleetLock: @unchecked Sendable {
         }
         try? lock?.refresh()
         let own = lock?.name
-        let look = own != nil && !draining && Clock.now() - takenAt >= Shipper.lockHold
+        let look = own != nil && Clock.now() - takenAt >= Shipper.lockHold
         condition.unlock()
-        guard look, let own, (try? RepoLock.exclusiveWaiting(repository, except: own)) == true else { return }
+        guard look, let own else { return }
+        // (While draining, looked at again: a prune that gave up meanwhile
+        // no longer holds the fleet's units back.)
+        let waiting = (try? RepoLock.exclusiveWaiting(repository, except: own)) ?? false
         condition.lock()
         if lock?.name == own {
-            draining = true
-            if inside == 0 { letGo() }
+            if waiting {
+                draining = true
+                if inside == 0 { letGo() }
+            } else if draining {
+                draining = false
+                condition.broadcast()
+            }
         }
         condition.unlock()
     }

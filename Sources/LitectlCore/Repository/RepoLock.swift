@@ -60,16 +60,37 @@ public final class RepoLock: @unchecked Sendable {
         self.repository = repository; self.exclusive = exclusive; self.command = command
         key = ""; written = 0
         let deadline = Deadline(seconds: timeout)
+        var steppedBack = false
         while true {
-            try write()
-            var conflicts = try conflicting()
-            // An exclusive lock waits in place for shared ones to go, unless
-            // an exclusive lock before it is there too (`precedes`): that
-            // one waits, this one steps back, so two never wait for each other.
-            while exclusive, !conflicts.isEmpty, !conflicts.contains(where: { $0.exclusive && precedes($0) }), !deadline.passed {
+            // A shared lock that stepped back for an exclusive one looks
+            // before it writes again: many runs retrying would otherwise
+            // keep a lock object in every listing the exclusive one makes.
+            if steppedBack && !exclusive && !deadline.passed, try Self.exclusiveLock(repository, except: "") != nil {
                 usleep(500_000)
-                try refresh()
+                continue
+            }
+            try write()
+            var conflicts: [RepoLockInfo] = []
+            do {
                 conflicts = try conflicting()
+                // An exclusive lock waits in place for shared ones to go, unless
+                // an exclusive lock before it is there too (`precedes`): that
+                // one waits, this one steps back, so two never wait for each other.
+                // (Signals meanwhile are recorded: the lock is removed before the run ends.)
+                func waits() -> Bool { exclusive && !conflicts.isEmpty && !conflicts.contains { $0.exclusive && precedes($0) } }
+                if waits() {
+                    try Interruption.deferring {
+                        while waits() && !deadline.passed && Interruption.received == nil {
+                            usleep(500_000)
+                            try refresh()
+                            conflicts = try conflicting()
+                        }
+                    }
+                }
+                if let signal = Interruption.received { throw Interrupted(signal: signal, path: repository.location) }
+            } catch {
+                release()
+                throw error
             }
             if conflicts.isEmpty { return }
             release()
@@ -77,6 +98,7 @@ public final class RepoLock: @unchecked Sendable {
                 throw StoreError(.other, location: repository.location,
                                  message: "repository is locked: \(conflicts[0].summary); gave up after \(timeout) s")
             }
+            steppedBack = conflicts.contains { $0.exclusive }
             usleep(500_000)
         }
     }
@@ -93,11 +115,16 @@ public final class RepoLock: @unchecked Sendable {
     /// fleet's, replicate --dir). One listing, and a read of each lock but
     /// `key` (the caller's own).
     static func exclusiveWaiting(_ repository: Repository, except key: String) throws -> Bool {
+        try exclusiveLock(repository, except: key) != nil
+    }
+
+    /// Another run's exclusive lock (not stale), if one is there.
+    static func exclusiveLock(_ repository: Repository, except key: String) throws -> RepoLockInfo? {
         for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) && object.key != key {
-            guard let lock = read(repository, object.key) else { continue }
-            if lock.exclusive && lock.staleReason == nil { return true }
+            guard let lock = try read(repository, object.key) else { continue }
+            if lock.exclusive && lock.staleReason == nil { return lock }
         }
-        return false
+        return nil
     }
 
     /// This lock's name (empty once let go).
@@ -165,12 +192,20 @@ public final class RepoLock: @unchecked Sendable {
             && name.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
-    /// The lock `key`; one that cannot be read is an exclusive lock of an
-    /// unknown owner (stale); nil when it is gone meanwhile (let go).
-    static func read(_ repository: Repository, _ key: String) -> RepoLockInfo? {
+    /// The lock `key`; one whose bytes cannot be read as a lock is an
+    /// exclusive lock of an unknown owner (stale); nil when it is gone
+    /// meanwhile (let go). A store that cannot be reached, or a local I/O
+    /// error, throws: a live lock is never taken for an unreadable one
+    /// because one request failed.
+    static func read(_ repository: Repository, _ key: String) throws -> RepoLockInfo? {
         let bytes: [UInt8]
-        do { bytes = try repository.getObject(key) } catch {
-            if let e = error as? StoreError, e.kind == .notFound { return nil }
+        do { bytes = try repository.getObject(key) } catch let error as StoreError {
+            switch error.kind {
+            case .notFound: return nil
+            case .unavailable, .io, .denied, .noSuchContainer: throw error
+            case .other: return RepoLockInfo(key: key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock")
+            }
+        } catch {
             return RepoLockInfo(key: key, hostname: "?", pid: 0, time: 0, exclusive: true, command: "unreadable lock")
         }
         guard let o = try? JSONSerialization.jsonObject(with: Data(lockJSON(bytes))) as? [String: Any] else {
@@ -189,7 +224,7 @@ public final class RepoLock: @unchecked Sendable {
     public static func list(_ repository: Repository, leases: Bool = true) throws -> [RepoLockInfo] {
         var out: [RepoLockInfo] = []
         for object in try repository.store.list(prefix: "locks/") where isLockKey(object.key) {
-            if let lock = read(repository, object.key) { out.append(lock) }
+            if let lock = try read(repository, object.key) { out.append(lock) }
         }
         if leases {
             out += try FollowerLease.list(repository).map {
