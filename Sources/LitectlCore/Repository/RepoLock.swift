@@ -86,8 +86,8 @@ public final class RepoLock: @unchecked Sendable {
                             conflicts = try conflicting()
                         }
                     }
+                    if let signal = Interruption.received { throw Interrupted(signal: signal, path: repository.location) }
                 }
-                if let signal = Interruption.received { throw Interrupted(signal: signal, path: repository.location) }
             } catch {
                 release()
                 throw error
