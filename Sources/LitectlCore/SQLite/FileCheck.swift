@@ -120,8 +120,13 @@ enum FileCheck {
         let pages = Int64(u32(28))
         let countValid = pages > 0 && u32(24) == u32(92)
         let companions = ["-wal", "-journal"].contains { (Self.size(of: path + $0) ?? 0) > 0 }
-        if countValid && !companions && pages * pageSize > size {
-            return "truncated: not a complete SQLite database (its header gives \(pages) pages of \(pageSize) bytes, \(pages * pageSize) bytes; \(sizeText))"
+        // The size again, read after the header and the companions: a
+        // rollback-journal writer's commit that ended meanwhile (its header
+        // read, its -journal gone) has written every page by now, where the
+        // size read before it may predate the pages it added.
+        let sizeNow = Self.size(of: path) ?? size
+        if countValid && !companions && pages * pageSize > sizeNow {
+            return "truncated: not a complete SQLite database (its header gives \(pages) pages of \(pageSize) bytes, \(pages * pageSize) bytes; the file is \(sizeNow) bytes)"
         }
         return nil
     }
